@@ -1,0 +1,77 @@
+"""Errors that carry the failure kind of a rollout, and the task-format error users see."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class FailureKind(str, Enum):
+    """How a rollout ended. Only ``ok``, ``agent_error`` and ``agent_timeout`` are the agent's doing."""
+
+    OK = "ok"
+    AGENT_ERROR = "agent_error"
+    AGENT_TIMEOUT = "agent_timeout"
+    MODEL_ERROR = "model_error"
+    SANDBOX_ERROR = "sandbox_error"
+    VERIFIER_ERROR = "verifier_error"
+    VERIFIER_TIMEOUT = "verifier_timeout"
+    CANCELLED = "cancelled"
+
+    @property
+    def scored(self) -> bool:
+        """Whether the verdict counts as the agent's score (infrastructure failures never do)."""
+        return self in (FailureKind.OK, FailureKind.AGENT_ERROR, FailureKind.AGENT_TIMEOUT)
+
+    @property
+    def retryable(self) -> bool:
+        return self in (FailureKind.MODEL_ERROR, FailureKind.SANDBOX_ERROR, FailureKind.VERIFIER_ERROR)
+
+
+class ClawError(Exception):
+    """Base of clawsdk's errors."""
+
+
+class RolloutError(ClawError):
+    """An error that decides a rollout's failure kind."""
+
+    kind: FailureKind = FailureKind.AGENT_ERROR
+
+
+class AgentError(RolloutError):
+    kind = FailureKind.AGENT_ERROR
+
+
+class ModelError(RolloutError):
+    kind = FailureKind.MODEL_ERROR
+
+
+class SandboxError(RolloutError):
+    kind = FailureKind.SANDBOX_ERROR
+
+
+class VerifierError(RolloutError):
+    kind = FailureKind.VERIFIER_ERROR
+
+
+class VerifierTimeout(RolloutError):
+    kind = FailureKind.VERIFIER_TIMEOUT
+
+
+class PathEscapeError(ClawError, ValueError):
+    """A path that would leave the workspace."""
+
+
+class TaskFormatError(ClawError):
+    """A task that cannot be read: which file, which field, what is wrong."""
+
+    def __init__(self, path: str, message: str, field: str | None = None, task_id: str | None = None):
+        self.path = str(path)
+        self.field = field
+        self.task_id = task_id
+        self.message = message
+        where = self.path + (f": {field}" if field else "")
+        super().__init__(f"{where}: {message}")
+
+
+class PluginError(ClawError):
+    """An unknown or broken plugin name."""

@@ -1,0 +1,117 @@
+"""The agent's one door to its sandbox: MCP clients for the task's tool servers, every call recorded.
+
+The recorder sits here, on the client side, so built-in agents and external runtimes that
+reach the same servers are recorded the same way. Each MCP client is entered and exited in
+the task that owns the rollout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from clawsdk.errors import AgentError
+from clawsdk.runtime.recorder import Recorder
+from clawsdk.tasks.model import Limits
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    server: str
+    remote_name: str
+
+    def openai(self) -> dict[str, Any]:
+        """The tool in OpenAI's function-calling shape."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
+        }
+
+
+@dataclass
+class ToolResult:
+    text: str
+    is_error: bool = False
+    structured: Any = None
+
+
+def _text_of(result: Any) -> str:
+    parts = []
+    for item in result.content or []:
+        text = getattr(item, "text", None)
+        parts.append(text if text is not None else f"[{getattr(item, 'type', 'content')}]")
+    return "\n".join(parts)
+
+
+class ToolSession:
+    """Connected MCP clients and the tools they offer, under one name space."""
+
+    def __init__(self, recorder: Recorder, limits: Limits):
+        self.recorder = recorder
+        self.limits = limits
+        self.clients: dict[str, Client] = {}
+        self.specs: dict[str, ToolSpec] = {}
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls, servers: list[tuple[str, Any]], recorder: Recorder, limits: Limits | None = None
+    ) -> AsyncIterator[ToolSession]:
+        """Connect to each (name, server) in order; a later tool whose name is taken becomes SERVER__NAME."""
+        session = cls(recorder, limits or Limits())
+        async with contextlib.AsyncExitStack() as stack:
+            for server_name, server in servers:
+                client = await stack.enter_async_context(Client(server))
+                session.clients[server_name] = client
+                listed = await client.list_tools()
+                for tool in listed.tools:
+                    name = tool.name if tool.name not in session.specs else f"{server_name}__{tool.name}"
+                    session.specs[name] = ToolSpec(
+                        name=name,
+                        description=tool.description or "",
+                        input_schema=dict(tool.input_schema or {}),
+                        server=server_name,
+                        remote_name=tool.name,
+                    )
+            yield session
+
+    def tools(self) -> list[ToolSpec]:
+        return list(self.specs.values())
+
+    async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+        """Call a tool; unknown tools, bad arguments and timeouts come back as error results."""
+        args = args or {}
+        if self.recorder.n_tool_calls >= self.limits.max_tool_calls:
+            raise AgentError(f"tool call budget of {self.limits.max_tool_calls} calls exhausted")
+        await self.recorder.record("tool_call", {"tool": name, "args": args})
+        started = time.perf_counter()
+        spec = self.specs.get(name)
+        if spec is None:
+            result = ToolResult(f"unknown tool {name!r}; available: {', '.join(self.specs)}", is_error=True)
+        else:
+            # a little past the tool's own timeout, so a tool that honours it can report first
+            with anyio.move_on_after(self.limits.tool_timeout_s + 5) as scope:
+                raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
+            if scope.cancelled_caught:
+                result = ToolResult(f"tool {name!r} did not answer within {self.limits.tool_timeout_s:g} s",
+                                    is_error=True)
+            else:
+                text = _text_of(raw)
+                structured = raw.structured_content
+                if structured == {"result": text}:  # a plain-text tool: the text says it all
+                    structured = None
+                result = ToolResult(text, bool(raw.is_error), structured)
+        payload: dict[str, Any] = {"tool": name, "is_error": result.is_error, "content": result.text}
+        if result.structured is not None:
+            payload["structured"] = result.structured
+        await self.recorder.record("tool_result", payload, duration_ms=(time.perf_counter() - started) * 1000)
+        return result

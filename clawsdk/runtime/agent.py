@@ -1,0 +1,36 @@
+"""The agent contract: a policy that works a task through its tool session."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clawsdk.mcp.session import ToolSession
+    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.tasks.model import Task
+
+
+@dataclass
+class AgentContext:
+    """What an agent gets: the task (its instruction; only the oracle reads its solution),
+    the recorded tool session, and the recorder for its model calls."""
+
+    task: Task
+    tools: ToolSession
+    recorder: Recorder
+
+    @property
+    def instruction(self) -> str:
+        return self.task.instruction
+
+
+class Agent(abc.ABC):
+    name: str = "agent"
+    #: the model id recorded on each rollout, if the agent uses one
+    model: str | None = None
+
+    @abc.abstractmethod
+    async def run(self, ctx: AgentContext) -> None:
+        """Work the task. Raise AgentError (or any error) to fail; ModelError for backend failures."""

@@ -1,0 +1,132 @@
+"""One rollout: sandbox -> tool servers -> agent -> hidden files -> verifier -> verdict.
+
+Every path out of here (success, agent failure, infrastructure failure, cancellation) closes
+the sandbox and records how the rollout ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierError, VerifierTimeout
+from clawsdk.mcp.session import ToolSession
+from clawsdk.runtime.agent import AgentContext
+from clawsdk.runtime.recorder import Recorder
+from clawsdk.verify.verdict import Verdict, VerifyContext
+
+if TYPE_CHECKING:
+    from clawsdk.plugins import Registry
+    from clawsdk.runtime.agent import Agent
+    from clawsdk.sandbox.base import Sandbox
+    from clawsdk.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AttemptResult:
+    kind: FailureKind
+    verdict: Verdict | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    n_tool_calls: int = 0
+    n_model_calls: int = 0
+
+
+def first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[tuple[str, Any]]:
+    """The MCP servers of the task's tools, bound to its sandbox."""
+    return [(name, registry.get("skills", name)(sandbox, task)) for name in task.tools]
+
+
+async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Registry,
+                 transcript: list[dict] | None = None) -> Verdict:
+    """Inject the hidden files, then score the workspace within the task's verifier timeout."""
+    started = time.perf_counter()
+    factory = registry.get("verifiers", task.verifier.type)
+    verifier = factory(task.verifier)
+    try:
+        with anyio.fail_after(task.limits.verifier_timeout_s):
+            hidden = await sandbox.inject_hidden(task.hidden) if task.hidden else None
+            ctx = VerifyContext(task=task, sandbox=sandbox, recorder=recorder, hidden_path=hidden,
+                                transcript=transcript)
+            verdict = await verifier.verify(ctx)
+    except TimeoutError:
+        raise VerifierTimeout(f"verifier did not finish within {task.limits.verifier_timeout_s:g} s") from None
+    except RolloutError:
+        raise
+    except Exception as e:
+        raise VerifierError(f"verifier {task.verifier.type!r} failed: {type(e).__name__}: {e}") from e
+    verdict.duration_s = time.perf_counter() - started
+    return verdict
+
+
+async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder: Recorder,
+                          registry: Registry, limiter: anyio.CapacityLimiter | None = None) -> AttemptResult:
+    """Run one attempt. Never raises for a failure of the rollout; re-raises cancellation."""
+    started = time.perf_counter()
+    kind = FailureKind.OK
+    error: str | None = None
+    verdict: Verdict | None = None
+    sandbox: Sandbox | None = None
+    try:
+        try:
+            sandbox = make_sandbox()
+            await sandbox.start(task)
+        except RolloutError:
+            raise
+        except Exception as e:
+            raise SandboxError(f"sandbox failed to start: {type(e).__name__}: {e}") from e
+        servers = tool_servers(task, sandbox, registry)
+        async with ToolSession.open(servers, recorder, task.limits) as tools:
+            try:
+                with anyio.fail_after(task.limits.timeout_s):
+                    await agent.run(AgentContext(task=task, tools=tools, recorder=recorder))
+            except TimeoutError:
+                kind = FailureKind.AGENT_TIMEOUT
+                error = f"agent did not finish within {task.limits.timeout_s:g} s"
+            except RolloutError as e:
+                if not e.kind.scored:
+                    raise
+                kind, error = e.kind, str(e)
+            except Exception as e:  # the agent's own failure: still scored on what it left
+                kind, error = FailureKind.AGENT_ERROR, f"{type(e).__name__}: {e}"
+            if error:
+                await recorder.record("error", {"kind": kind.value, "message": error})
+        # the workspace is scored whatever the agent's ending: it is what the agent left
+        if limiter is not None:
+            async with limiter:
+                verdict = await verify(task, sandbox, recorder, registry, recorder.transcript() or None)
+        else:
+            verdict = await verify(task, sandbox, recorder, registry, recorder.transcript() or None)
+    except BaseException as raw:  # MCP clients wrap errors in exception groups: judge the first leaf
+        exc = first_leaf(raw)
+        if not isinstance(exc, Exception) or isinstance(exc, anyio.get_cancelled_exc_class()):
+            raise
+        if isinstance(exc, RolloutError):
+            kind, error = exc.kind, str(exc)
+        else:  # a failure of ours or of a tool server: infrastructure, not the agent
+            log.error("rollout %s failed", recorder.rollout_id, exc_info=exc)
+            kind, error = FailureKind.SANDBOX_ERROR, f"{type(exc).__name__}: {exc}"
+        verdict = None
+        with anyio.CancelScope(shield=True):
+            await recorder.record("error", {"kind": kind.value, "message": error})
+    finally:
+        if sandbox is not None:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await sandbox.close()
+                except Exception:  # noqa: BLE001 - a failed cleanup must not hide the result
+                    log.exception("closing the sandbox of %s failed", recorder.rollout_id)
+    return AttemptResult(kind=kind, verdict=verdict, error=error, duration_s=time.perf_counter() - started,
+                         n_tool_calls=recorder.n_tool_calls, n_model_calls=recorder.n_model_calls)

@@ -1,0 +1,111 @@
+"""The sandbox contract every backend implements."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clawsdk.tasks.model import File, Task
+
+#: Output beyond this many bytes per stream is cut, with a note saying so.
+DEFAULT_OUTPUT_LIMIT = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend guarantees; checked against what a task asks for."""
+
+    network_isolated: bool = False
+    fs_isolated: bool = False
+    persistent_processes: bool = True
+    gpu: bool = False
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_s: float = 0.0
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+@dataclass
+class Entry:
+    path: str
+    is_dir: bool
+    size: int
+
+
+@dataclass
+class SandboxConfig:
+    """Options every backend understands; a backend may read more from `extra`."""
+
+    root: str | None = None  # where workspaces live; a memory-backed folder by default
+    output_limit: int = DEFAULT_OUTPUT_LIMIT
+    extra: dict = field(default_factory=dict)
+
+
+class Sandbox(abc.ABC):
+    """An isolated workspace for one rollout.
+
+    Paths are relative to the workspace; a backend refuses paths that leave it.
+    Hidden files exist only after `inject_hidden`, outside the workspace.
+    """
+
+    name: str = "sandbox"
+    capabilities: Capabilities = Capabilities()
+
+    #: The absolute path of the workspace as commands inside the sandbox see it.
+    workspace_path: str
+    #: Where `inject_hidden` puts hidden files, as commands see it (set once injected).
+    hidden_path: str | None = None
+
+    @abc.abstractmethod
+    async def start(self, task: Task) -> None:
+        """Create the workspace with the task's initial files."""
+
+    @abc.abstractmethod
+    async def exec(
+        self,
+        command: str | list[str],
+        *,
+        timeout: float = 60.0,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> ExecResult:
+        """Run a command (a string goes to bash -c) in the workspace; kill its whole tree on timeout."""
+
+    @abc.abstractmethod
+    async def read(self, path: str) -> bytes: ...
+
+    @abc.abstractmethod
+    async def write(self, path: str, data: bytes, *, executable: bool = False) -> None: ...
+
+    @abc.abstractmethod
+    async def list(self, path: str = ".", *, recursive: bool = False) -> list[Entry]: ...
+
+    @abc.abstractmethod
+    async def inject_hidden(self, files: list[File]) -> str:
+        """Make the hidden verifier files visible (outside the workspace); return where."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Remove everything the sandbox created; safe to call twice and under cancellation."""
+
+    async def __aenter__(self) -> Sandbox:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        import anyio
+
+        with anyio.CancelScope(shield=True):
+            await self.close()

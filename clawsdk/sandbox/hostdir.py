@@ -1,0 +1,253 @@
+"""Sandboxes whose workspace is a folder on this host (local, bubblewrap).
+
+File operations act on the folder directly, confined to it; commands run through
+`wrap_command`, which a subclass overrides to isolate them. Every command runs in its own
+process group, and the group is killed when the command ends or times out, so nothing it
+started outlives it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+
+from clawsdk.errors import SandboxError
+from clawsdk.sandbox.base import Entry, ExecResult, Sandbox, SandboxConfig
+from clawsdk.sandbox.paths import resolve_inside
+from clawsdk.tasks.model import File, Task
+
+MIN_SHM_FREE = 512 * 1024 * 1024
+
+
+def workspace_root(configured: str | None = None) -> Path:
+    """Where workspaces live: configured, CLAWSDK_SANDBOX_ROOT, else /dev/shm if it has room, else tmp.
+
+    Thousands of small workspaces on a disk-backed temp folder slow down as a run goes on;
+    a memory-backed folder stays linear.
+    """
+    base = configured or os.environ.get("CLAWSDK_SANDBOX_ROOT")
+    if not base:
+        base = tempfile.gettempdir()
+        shm = Path("/dev/shm")
+        try:
+            if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > MIN_SHM_FREE:
+                base = str(shm)
+        except OSError:
+            pass
+    root = Path(base) / f"clawsdk-{os.getuid()}"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return root
+
+
+def kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class HostDirSandbox(Sandbox):
+    """A workspace folder on the host; subclasses decide how commands are isolated."""
+
+    name = "hostdir"
+
+    def __init__(self, config: SandboxConfig | None = None):
+        self.config = config or SandboxConfig()
+        self.root: Path | None = None
+        self.workspace: Path | None = None
+        self.hidden_dir: Path | None = None
+        self.home: Path | None = None
+        self.workspace_path = ""
+        self._groups: set[int] = set()
+        self._closed = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def start(self, task: Task) -> None:
+        base = workspace_root(self.config.root)
+        self.root = base / f"sb-{uuid.uuid4().hex[:12]}"
+        self.workspace = self.root / "workspace"
+        self.home = self.root / "home"
+        try:
+            self.workspace.mkdir(parents=True)
+            self.home.mkdir()
+            for f in task.workspace:
+                self._write_sync(f.path, f.data, f.executable)
+        except OSError as e:
+            raise SandboxError(f"could not create the workspace under {base}: {e}") from e
+        self.workspace_path = self.visible_workspace()
+
+    def visible_workspace(self) -> str:
+        assert self.workspace is not None
+        return str(self.workspace)
+
+    def visible_hidden(self) -> str:
+        assert self.hidden_dir is not None
+        return str(self.hidden_dir)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for pgid in list(self._groups):
+            kill_group(pgid)
+        self._groups.clear()
+        if self.root is not None and self.root.exists():
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.root, ignore_errors=True))
+
+    # ---- files -----------------------------------------------------------------------------
+
+    def _path(self, path: str, *, allow_root: bool = False) -> Path:
+        if self.workspace is None:
+            raise SandboxError("sandbox not started")
+        return resolve_inside(self.workspace, path, allow_root=allow_root)
+
+    def _write_sync(self, path: str, data: bytes, executable: bool = False) -> None:
+        target = self._path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # re-check: a parent created above must not be a symlink planted by the agent
+        self._path(path)
+        target.write_bytes(data)
+        if executable:
+            target.chmod(0o755)
+
+    async def read(self, path: str) -> bytes:
+        target = self._path(path)
+        if target.is_dir():
+            raise IsADirectoryError(f"{path} is a folder")
+        return target.read_bytes()
+
+    async def write(self, path: str, data: bytes, *, executable: bool = False) -> None:
+        self._write_sync(path, data, executable)
+
+    async def list(self, path: str = ".", *, recursive: bool = False) -> list[Entry]:
+        base = self._path(path, allow_root=True)
+        assert self.workspace is not None
+        ws = Path(os.path.realpath(self.workspace))
+        if not base.is_dir():
+            raise NotADirectoryError(f"{path} is not a folder")
+        entries: list[Entry] = []
+        if recursive:
+            for dirpath, dirnames, filenames in os.walk(base):
+                dirnames.sort()
+                for d in dirnames:
+                    p = Path(dirpath) / d
+                    entries.append(Entry(str(p.relative_to(ws)), True, 0))
+                for f in sorted(filenames):
+                    p = Path(dirpath) / f
+                    entries.append(Entry(str(p.relative_to(ws)), False, _size(p)))
+        else:
+            for p in sorted(base.iterdir()):
+                is_dir = p.is_dir() and not p.is_symlink()
+                entries.append(Entry(str(p.relative_to(ws)), is_dir, 0 if is_dir else _size(p)))
+        return entries
+
+    async def inject_hidden(self, files: list[File]) -> str:
+        assert self.root is not None
+        self.hidden_dir = self.root / "hidden"
+        self.hidden_dir.mkdir(exist_ok=True)
+        for f in files:
+            target = resolve_inside(self.hidden_dir, f.path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(f.data)
+            if f.executable:
+                target.chmod(0o755)
+        self.hidden_path = self.visible_hidden()
+        return self.hidden_path
+
+    # ---- commands --------------------------------------------------------------------------
+
+    def base_env(self) -> dict[str, str]:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "CLAWSDK_WORKSPACE": self.workspace_path,
+        }
+        if self.hidden_path:
+            env["CLAWSDK_HIDDEN"] = self.hidden_path
+        return env
+
+    def wrap_command(self, argv: list[str], cwd: str, env: dict[str, str]) -> tuple[list[str], str, dict]:
+        """Return (argv, host cwd, env) to spawn; the base runs the command as it is."""
+        return argv, cwd, env
+
+    async def exec(self, command, *, timeout=60.0, cwd=None, env=None, stdin=None) -> ExecResult:
+        if self.workspace is None or self._closed:
+            raise SandboxError("sandbox is not running")
+        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
+        host_cwd = str(self._path(cwd, allow_root=True)) if cwd else str(self.workspace)
+        full_env = self.base_env() | (env or {})
+        argv, host_cwd, full_env = self.wrap_command(argv, host_cwd, full_env)
+        limit = self.config.output_limit
+        started = time.perf_counter()
+        try:
+            proc = await anyio.open_process(
+                argv,
+                cwd=host_cwd,
+                env=full_env,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise SandboxError(f"could not start {argv[0]!r}: {e}") from e
+        self._groups.add(proc.pid)
+        out, err = bytearray(), bytearray()
+        cut = [False]
+
+        async def drain(stream, buf: bytearray) -> None:
+            async for chunk in stream:
+                room = limit - len(buf)
+                if room > 0:
+                    buf += chunk[:room]
+                if len(chunk) > room:
+                    cut[0] = True
+
+        timed_out = False
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, proc.stdout, out)
+                tg.start_soon(drain, proc.stderr, err)
+                if stdin is not None:
+                    try:
+                        await proc.stdin.send(stdin)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        pass
+                    await proc.stdin.aclose()
+                with anyio.move_on_after(timeout) as scope:
+                    await proc.wait()
+                timed_out = scope.cancelled_caught
+                # the command is over: anything it left running in its group goes too
+                kill_group(proc.pid)
+                with anyio.CancelScope(shield=True):
+                    await proc.wait()
+        finally:
+            kill_group(proc.pid)
+            self._groups.discard(proc.pid)
+        code = proc.returncode if proc.returncode is not None else -9
+        stdout = out.decode("utf-8", "replace")
+        stderr = err.decode("utf-8", "replace")
+        if cut[0]:
+            stdout += f"\n[output cut at {limit} bytes]"
+        if timed_out:
+            stderr += f"\n[killed after the {timeout:g} s timeout]"
+            code = 124
+        return ExecResult(code, stdout, stderr, timed_out, time.perf_counter() - started, cut[0])
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.lstat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,222 @@
+"""The trajectory store: one SQLite file holding runs, tasks, rollouts, events and verdicts."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from clawsdk.store.migrations import migrate
+
+DEFAULT_DB = Path(".clawsdk") / "clawsdk.db"
+BUSY_TIMEOUT_MS = 30_000
+
+
+def default_db_path() -> Path:
+    return Path(os.environ.get("CLAWSDK_DB") or DEFAULT_DB)
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+class Store:
+    """A connection to the store file. Safe for many readers and one writer across processes."""
+
+    def __init__(self, path: str | os.PathLike | None = None, *, readonly: bool = False):
+        self.path = Path(path) if path is not None else default_db_path()
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        elif not self.path.exists():
+            raise FileNotFoundError(f"no clawsdk store at {self.path} (set --db or CLAWSDK_DB)")
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+        # In WAL mode NORMAL loses no committed transaction on a process kill, only on power loss.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        self.db = sqlite_utils.Database(conn)
+        if not readonly:
+            migrate(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One logical write: BEGIN IMMEDIATE so a second writer waits instead of failing later."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # ---- writes (call inside a transaction) ---------------------------------------------
+
+    def upsert_run(self, run_id: str, *, status: str, agent: str | None = None, sandbox: str | None = None,
+                   samples: int | None = None, config: dict | None = None) -> None:
+        ts = now()
+        self.db.execute(
+            """INSERT INTO runs (id, created_at, updated_at, status, agent, sandbox, samples, config)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT(id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at""",
+            [run_id, ts, ts, status, agent, sandbox, samples, dumps(config or {})],
+        )
+
+    def set_run_status(self, run_id: str, status: str) -> None:
+        self.db.execute("UPDATE runs SET status = ?, updated_at = ? WHERE id = ?", [status, now(), run_id])
+
+    def upsert_task(self, task: Any, source: str | None = None) -> None:
+        self.db.execute(
+            """INSERT OR IGNORE INTO tasks (hash, id, category, difficulty, source, instruction, data)
+               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            [task.hash, task.id, task.category, task.difficulty,
+             source or task.provenance.get("source"), task.instruction, task.model_dump_json()],
+        )
+
+    def insert_events(self, rows: list[tuple]) -> None:
+        """rows: (rollout_id, attempt, seq, kind, ts, duration_ms, payload_json)."""
+        self.db.conn.executemany(
+            "INSERT INTO events (rollout_id, attempt, seq, kind, ts, duration_ms, payload) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+
+    def start_rollout(self, *, rollout_id: str, run_id: str, task_id: str, task_hash: str, sample: int,
+                      attempt: int, agent: str | None, model: str | None) -> None:
+        self.db.execute(
+            """INSERT INTO rollouts (id, run_id, task_id, task_hash, sample, attempt, status, agent, model,
+                                     started_at)
+               VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)
+               ON CONFLICT(id) DO UPDATE SET attempt = excluded.attempt, status = 'running',
+                   failure_kind = NULL, scored = NULL, reward = NULL, passed = NULL, error = NULL,
+                   n_tool_calls = 0, n_model_calls = 0, started_at = excluded.started_at,
+                   finished_at = NULL, duration_s = NULL""",
+            [rollout_id, run_id, task_id, task_hash, sample, attempt, agent, model, now()],
+        )
+
+    def finish_rollout(self, *, rollout_id: str, attempt: int, status: str, failure_kind: str,
+                       scored: bool, reward: float | None, passed: bool | None, error: str | None,
+                       n_tool_calls: int, n_model_calls: int, duration_s: float,
+                       verdict: dict | None = None) -> None:
+        self.db.execute(
+            """UPDATE rollouts SET status = ?, failure_kind = ?, scored = ?, reward = ?, passed = ?,
+                   error = ?, n_tool_calls = ?, n_model_calls = ?, finished_at = ?, duration_s = ?
+               WHERE id = ? AND attempt = ?""",
+            [status, failure_kind, int(scored), reward, None if passed is None else int(passed), error,
+             n_tool_calls, n_model_calls, now(), duration_s, rollout_id, attempt],
+        )
+        if verdict is not None:
+            self.db.execute(
+                """INSERT OR REPLACE INTO verdicts
+                   (rollout_id, attempt, verifier, score, passed, detail, duration_s, created_at)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                [rollout_id, attempt, verdict["verifier"], verdict["score"], int(verdict["passed"]),
+                 verdict.get("detail"), verdict.get("duration_s"), now()],
+            )
+            self.db.conn.executemany(
+                """INSERT OR REPLACE INTO verdict_scores (rollout_id, attempt, name, score, weight, detail)
+                   VALUES (?, ?, ?, ?, ?, ?)""",
+                [(rollout_id, attempt, s["name"], s["score"], s.get("weight", 1.0), s.get("detail"))
+                 for s in verdict.get("subscores", [])],
+            )
+
+    def record_task_error(self, *, run_id: str | None, path: str, message: str, field: str | None = None,
+                          task_id: str | None = None) -> None:
+        self.db.execute(
+            "INSERT INTO task_errors (run_id, path, field, task_id, message, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [run_id, path, field, task_id, message, now()],
+        )
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def query(self, sql: str, params: Any = None) -> list[dict]:
+        return list(self.db.query(sql, params or []))
+
+    def run(self, run_id: str) -> dict | None:
+        rows = self.query("SELECT * FROM runs WHERE id = ?", [run_id])
+        return rows[0] if rows else None
+
+    def runs(self) -> list[dict]:
+        return self.query(
+            """SELECT r.*, COUNT(o.id) AS rollouts,
+                      SUM(o.status = 'finished') AS finished,
+                      SUM(o.passed = 1 AND o.scored = 1) AS passed,
+                      SUM(o.scored = 1) AS scored,
+                      AVG(CASE WHEN o.scored = 1 THEN o.reward END) AS mean_reward
+               FROM runs r LEFT JOIN rollouts o ON o.run_id = r.id
+               GROUP BY r.id ORDER BY r.created_at DESC"""
+        )
+
+    def rollouts(self, run_id: str) -> list[dict]:
+        return self.query(
+            """SELECT o.*, t.category FROM rollouts o LEFT JOIN tasks t ON t.hash = o.task_hash
+               WHERE o.run_id = ? ORDER BY o.task_id, o.sample""",
+            [run_id],
+        )
+
+    def rollout(self, rollout_id: str) -> dict | None:
+        """A rollout by id or unique id prefix."""
+        rows = self.query("SELECT * FROM rollouts WHERE id = ?", [rollout_id])
+        if not rows:
+            rows = self.query("SELECT * FROM rollouts WHERE id LIKE ? LIMIT 2", [rollout_id + "%"])
+            if len(rows) > 1:
+                raise LookupError(f"rollout id prefix {rollout_id!r} is ambiguous; give more characters")
+        return rows[0] if rows else None
+
+    def events(self, rollout_id: str, attempt: int | None = None) -> list[dict]:
+        if attempt is None:
+            attempt_row = self.query("SELECT attempt FROM rollouts WHERE id = ?", [rollout_id])
+            attempt = attempt_row[0]["attempt"] if attempt_row else 0
+        rows = self.query(
+            "SELECT * FROM events WHERE rollout_id = ? AND attempt = ? ORDER BY seq", [rollout_id, attempt]
+        )
+        for r in rows:
+            r["payload"] = json.loads(r["payload"])
+        return rows
+
+    def verdict(self, rollout_id: str, attempt: int | None = None) -> dict | None:
+        if attempt is None:
+            attempt_row = self.query("SELECT attempt FROM rollouts WHERE id = ?", [rollout_id])
+            attempt = attempt_row[0]["attempt"] if attempt_row else 0
+        rows = self.query("SELECT * FROM verdicts WHERE rollout_id = ? AND attempt = ?", [rollout_id, attempt])
+        if not rows:
+            return None
+        verdict = rows[0]
+        verdict["subscores"] = self.query(
+            "SELECT name, score, weight, detail FROM verdict_scores WHERE rollout_id = ? AND attempt = ? "
+            "ORDER BY rowid",
+            [rollout_id, attempt],
+        )
+        return verdict
+
+    def task(self, task_hash: str) -> Any:
+        from clawsdk.tasks.model import Task
+
+        rows = self.query("SELECT data FROM tasks WHERE hash = ?", [task_hash])
+        return Task.model_validate_json(rows[0]["data"]) if rows else None
+
+    def task_errors(self, run_id: str | None = None) -> list[dict]:
+        if run_id is None:
+            return self.query("SELECT * FROM task_errors ORDER BY id")
+        return self.query("SELECT * FROM task_errors WHERE run_id = ? ORDER BY id", [run_id])

@@ -1,0 +1,113 @@
+"""The one writer: a task that drains a queue of writes and commits them in batches.
+
+Recording never waits on SQLite: producers put writes on a bounded queue (back-pressure only
+when it is full); the writer applies everything queued so far in one transaction, in order,
+on a worker thread with its own connection. A rollout's finishing write is queued after its
+events, so a committed finished rollout always has all of its events.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from clawsdk.store.store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 2000
+
+
+class _Flush:
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+
+
+class StoreWriter:
+    """Use as ``async with StoreWriter(path) as writer``; every queued write is committed on exit."""
+
+    def __init__(self, path: str | Path, *, buffer: int = 10_000):
+        self.path = Path(path)
+        self._send, self._receive = anyio.create_memory_object_stream[Any](buffer)
+        self._tg: TaskGroup | None = None
+        self._store: Store | None = None
+        self.committed_batches = 0
+        self.committed_writes = 0
+
+    async def __aenter__(self) -> StoreWriter:
+        self._store = await anyio.to_thread.run_sync(Store, self.path)
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._loop)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        # The loop is shielded: it commits everything queued, then ends when the stream closes,
+        # even when a cancellation is what ends the run.
+        self._send.close()
+        assert self._tg is not None
+        try:
+            return await self._tg.__aexit__(*exc)
+        finally:
+            if self._store is not None:
+                self._store.close()
+
+    async def put(self, method: str, **kwargs: Any) -> None:
+        """Queue a call of ``Store.<method>(**kwargs)``."""
+        await self._send.send((method, kwargs))
+
+    async def events(self, rows: list[tuple]) -> None:
+        await self._send.send(("insert_events", {"rows": rows}))
+
+    async def flush(self) -> None:
+        """Wait until everything queued before this call is committed."""
+        marker = _Flush()
+        await self._send.send(marker)
+        await marker.done.wait()
+
+    async def _loop(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self._drain()
+
+    async def _drain(self) -> None:
+        async with self._receive:
+            while True:
+                try:
+                    first = await self._receive.receive()
+                except anyio.EndOfStream:
+                    return
+                batch = [first]
+                while len(batch) < MAX_BATCH:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                await anyio.to_thread.run_sync(self._apply, batch)
+                for item in batch:
+                    if isinstance(item, _Flush):
+                        item.done.set()
+
+    def _apply(self, batch: list[Any]) -> None:
+        store = self._store
+        assert store is not None
+        writes = [item for item in batch if not isinstance(item, _Flush)]
+        if not writes:
+            return
+        with store.transaction():
+            pending_events: list[tuple] = []
+            for method, kwargs in writes:
+                if method == "insert_events":
+                    pending_events.extend(kwargs["rows"])
+                    continue
+                if pending_events:
+                    store.insert_events(pending_events)
+                    pending_events = []
+                getattr(store, method)(**kwargs)
+            if pending_events:
+                store.insert_events(pending_events)
+        self.committed_batches += 1
+        self.committed_writes += len(writes)

@@ -1,0 +1,125 @@
+"""The Task: instruction, initial workspace, hidden verifier files, reference solution, verifier."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TASK_SCHEMA_VERSION = 1
+
+#: The six ClawGym-Bench categories.
+CATEGORIES = (
+    "productivity & collaboration",
+    "systems & automation",
+    "analysis & reasoning",
+    "content & domain",
+    "planning & knowledge",
+    "software development",
+)
+
+
+class File(BaseModel):
+    """One file of a workspace or of the hidden verifier set; text or base64 bytes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    text: str | None = None
+    b64: str | None = None
+    executable: bool = False
+
+    @model_validator(mode="after")
+    def _one_content(self) -> File:
+        if (self.text is None) == (self.b64 is None):
+            raise ValueError(f"file {self.path!r}: give exactly one of 'text' or 'b64'")
+        return self
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, path: str) -> str:
+        from clawsdk.sandbox.paths import normalize_relative
+
+        return normalize_relative(path)
+
+    @classmethod
+    def from_bytes(cls, path: str, data: bytes, executable: bool = False) -> File:
+        try:
+            return cls(path=path, text=data.decode("utf-8"), executable=executable)
+        except UnicodeDecodeError:
+            return cls(path=path, b64=base64.b64encode(data).decode("ascii"), executable=executable)
+
+    @property
+    def data(self) -> bytes:
+        if self.text is not None:
+            return self.text.encode("utf-8")
+        return base64.b64decode(self.b64 or "")
+
+
+class ToolCall(BaseModel):
+    """A call of one tool with its arguments; the unit of a reference solution."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float = Field(600.0, gt=0, description="wall clock for the agent's whole run")
+    tool_timeout_s: float = Field(60.0, gt=0, description="one tool call")
+    verifier_timeout_s: float = Field(120.0, gt=0, description="the whole verification")
+    max_tool_calls: int = Field(200, gt=0)
+
+
+class VerifierSpec(BaseModel):
+    """Which verifier scores the task and its configuration; validated by that verifier plugin."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = "checks"
+    checks: list[dict[str, Any]] = Field(default_factory=list)
+    pass_threshold: float = Field(1.0, ge=0, le=1)
+
+
+class Task(BaseModel):
+    """A workspace task <p, s0, A, F, V>; versioned, with a content hash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = TASK_SCHEMA_VERSION
+    id: str = Field(min_length=1)
+    instruction: str = Field(min_length=1)
+    category: str | None = None
+    difficulty: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=lambda: ["core"])
+    workspace: list[File] = Field(default_factory=list)
+    hidden: list[File] = Field(default_factory=list)
+    solution: list[ToolCall] | None = None
+    verifier: VerifierSpec = Field(default_factory=VerifierSpec)
+    limits: Limits = Field(default_factory=Limits)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        if v > TASK_SCHEMA_VERSION:
+            raise ValueError(
+                f"task schema_version {v} is newer than this clawsdk understands "
+                f"({TASK_SCHEMA_VERSION}); upgrade clawsdk"
+            )
+        return v
+
+    @property
+    def hash(self) -> str:
+        """sha256 over what defines the task's behaviour (not its id, provenance or metadata)."""
+        body = self.model_dump(mode="json", exclude={"id", "provenance", "metadata", "schema_version"})
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

@@ -1,0 +1,307 @@
+"""The native declarative verifier: file, text, regex, JSON, CSV and command checks."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from clawsdk.errors import VerifierError
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+
+
+class _Check(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str | None = None
+    weight: float = Field(1.0, ge=0)
+
+    def label(self) -> str:
+        return self.name or f"{self.type}:{getattr(self, 'path', None) or getattr(self, 'run', '')}"[:120]
+
+
+class _Expected(_Check):
+    expected_file: str | None = None
+
+    def _need_one(self, field: str) -> None:
+        if (getattr(self, field) is None) == (self.expected_file is None):
+            raise ValueError(f"give exactly one of '{field}' or 'expected_file'")
+
+
+class FileExists(_Check):
+    type: Literal["file_exists"]
+    path: str
+
+
+class FileAbsent(_Check):
+    type: Literal["file_absent"]
+    path: str
+
+
+class TextContains(_Check):
+    type: Literal["text_contains"]
+    path: str
+    text: str | None = None
+    texts: list[str] | None = None
+    ignore_case: bool = False
+
+    @model_validator(mode="after")
+    def _some(self) -> TextContains:
+        if not self.text and not self.texts:
+            raise ValueError("give 'text' or 'texts'")
+        return self
+
+
+class TextEquals(_Expected):
+    type: Literal["text_equals"]
+    path: str
+    text: str | None = None
+    strip: bool = True
+
+    @model_validator(mode="after")
+    def _one(self) -> TextEquals:
+        self._need_one("text")
+        return self
+
+
+class Regex(_Check):
+    type: Literal["regex"]
+    path: str
+    pattern: str
+    count: int = Field(1, ge=1)
+    flags: str = ""
+
+    @model_validator(mode="after")
+    def _compiles(self) -> Regex:
+        re.compile(self.pattern)
+        if set(self.flags) - set("ims"):
+            raise ValueError("flags may contain only i, m, s")
+        return self
+
+
+class JsonEquals(_Expected):
+    type: Literal["json_equals"]
+    path: str
+    expected: Any = None
+    subset: bool = False
+    ignore_order: bool = False
+    tolerance: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one(self) -> JsonEquals:
+        if ("expected" in self.model_fields_set) == (self.expected_file is not None):
+            raise ValueError("give exactly one of 'expected' or 'expected_file'")
+        return self
+
+
+class CsvEquals(_Expected):
+    type: Literal["csv_equals"]
+    path: str
+    expected: list[list[Any]] | None = None
+    ignore_row_order: bool = False
+    tolerance: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _one(self) -> CsvEquals:
+        self._need_one("expected")
+        return self
+
+
+class Command(_Check):
+    type: Literal["command"]
+    run: str
+    expect_exit: int = 0
+    score_from_stdout: bool = False
+    timeout_s: float | None = Field(None, gt=0)
+
+
+Check = Annotated[
+    Union[FileExists, FileAbsent, TextContains, TextEquals, Regex, JsonEquals, CsvEquals, Command],
+    Field(discriminator="type"),
+]
+_checks = TypeAdapter(list[Check])
+
+
+def parse_checks(raw: list[dict[str, Any]]) -> list[Any]:
+    """Typed checks, or ValueError naming the check and field at fault."""
+    if not raw:
+        raise ValueError("verifier.checks is empty: a task needs at least one check")
+    try:
+        return _checks.validate_python(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = list(err["loc"])
+        where = f"verifier.checks[{loc[0]}]" + "".join(f".{p}" for p in loc[2:] if isinstance(p, str))
+        raise ValueError(f"{where}: {err['msg']}") from None
+
+
+# ---- comparison helpers -------------------------------------------------------------------
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, str):
+        try:
+            return float(x.strip().replace(",", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def values_equal(a: Any, b: Any, tolerance: float = 0.0, ignore_order: bool = False, subset: bool = False) -> bool:
+    """Structural equality with numeric tolerance; `subset`: every key of b is in a and equal."""
+    if isinstance(b, dict):
+        if not isinstance(a, dict):
+            return False
+        if not subset and set(a) != set(b):
+            return False
+        return all(k in a and values_equal(a[k], v, tolerance, ignore_order, subset) for k, v in b.items())
+    if isinstance(b, list):
+        if not isinstance(a, list) or len(a) != len(b):
+            return False
+        if not ignore_order:
+            return all(values_equal(x, y, tolerance, ignore_order, subset) for x, y in zip(a, b))
+        remaining = list(a)
+        for y in b:
+            for i, x in enumerate(remaining):
+                if values_equal(x, y, tolerance, ignore_order, subset):
+                    del remaining[i]
+                    break
+            else:
+                return False
+        return True
+    na, nb = _num(a), _num(b)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and na is not None and nb is not None:
+        return math.isclose(na, nb, abs_tol=tolerance, rel_tol=0) or na == nb
+    return a == b
+
+
+def _cells_equal(a: str, b: Any, tolerance: float) -> bool:
+    na, nb = _num(a), _num(b)
+    if na is not None and nb is not None:
+        return abs(na - nb) <= tolerance + 1e-12
+    return str(a).strip() == str(b).strip()
+
+
+class ChecksVerifier(Verifier):
+    """Runs each check; the verdict is their weighted mean, kept check by check."""
+
+    name = "checks"
+
+    def __init__(self, spec: Any):
+        self.spec = spec
+        self.checks = parse_checks(spec.checks)
+        self.pass_threshold = spec.pass_threshold
+
+    async def verify(self, ctx: VerifyContext) -> Verdict:
+        subscores = []
+        for check in self.checks:
+            score, detail = await self._run(check, ctx)
+            sub = SubScore(name=check.label(), score=score, weight=check.weight, detail=detail[:2000])
+            subscores.append(sub)
+            await ctx.recorder.record("verifier", {"check": sub.name, "score": score, "detail": sub.detail})
+        return Verdict.aggregate(self.name, subscores, self.pass_threshold)
+
+    def _hidden(self, ctx: VerifyContext, path: str) -> bytes:
+        for f in ctx.task.hidden:
+            if f.path == path:
+                return f.data
+        raise VerifierError(f"task {ctx.task.id}: expected_file {path!r} is not among its hidden files")
+
+    async def _text(self, ctx: VerifyContext, path: str) -> str | None:
+        try:
+            return (await ctx.sandbox.read(path)).decode("utf-8", "replace")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    async def _run(self, c: Any, ctx: VerifyContext) -> tuple[float, str]:
+        if c.type == "command":
+            limit = c.timeout_s or ctx.task.limits.verifier_timeout_s
+            result = await ctx.sandbox.exec(c.run, timeout=limit)
+            await ctx.recorder.record(
+                "sandbox_exec",
+                {"command": c.run, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
+                 "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
+                duration_ms=result.duration_s * 1000,
+            )
+            tail = (result.stdout.strip().splitlines() or [""])[-1]
+            if result.timed_out:
+                return 0.0, f"timed out after {limit:g} s"
+            if c.score_from_stdout:
+                if result.exit_code != c.expect_exit:
+                    return 0.0, f"exit {result.exit_code}: {result.stderr.strip()[-500:]}"
+                try:
+                    value = float(tail)
+                except ValueError:
+                    return 0.0, f"last stdout line is not a score: {tail[:200]!r}"
+                if not 0 <= value <= 1:
+                    return 0.0, f"score {value} outside [0, 1]"
+                return value, f"score {value}"
+            ok = result.exit_code == c.expect_exit
+            out = (result.stdout + result.stderr).strip()[-500:]
+            return float(ok), f"exit {result.exit_code}" + (f": {out}" if out else "")
+
+        if c.type == "file_absent":
+            text = await self._text(ctx, c.path)
+            return float(text is None), "absent" if text is None else "exists"
+        text = await self._text(ctx, c.path)
+        if text is None:
+            return 0.0, f"{c.path} does not exist"
+        if c.type == "file_exists":
+            return 1.0, "exists"
+        if c.type == "text_contains":
+            wanted = c.texts or [c.text]
+            hay = text.lower() if c.ignore_case else text
+            found = [w for w in wanted if (w.lower() if c.ignore_case else w) in hay]
+            missing = [w for w in wanted if w not in found]
+            return len(found) / len(wanted), "all found" if not missing else f"missing: {missing[:5]}"
+        if c.type == "text_equals":
+            expected = c.text if c.text is not None else self._hidden(ctx, c.expected_file).decode()
+            a, b = (text.strip(), expected.strip()) if c.strip else (text, expected)
+            return float(a == b), "equal" if a == b else "differs"
+        if c.type == "regex":
+            flags = sum({"i": re.I, "m": re.M, "s": re.S}[f] for f in c.flags)
+            n = len(re.findall(c.pattern, text, flags))
+            return float(n >= c.count), f"{n} match(es), need {c.count}"
+        if c.type == "json_equals":
+            try:
+                actual = json.loads(text)
+            except json.JSONDecodeError as e:
+                return 0.0, f"{c.path} is not valid JSON: {e}"
+            expected = c.expected if c.expected_file is None else json.loads(self._hidden(ctx, c.expected_file))
+            ok = values_equal(actual, expected, c.tolerance, c.ignore_order, c.subset)
+            return float(ok), "equal" if ok else f"differs: got {json.dumps(actual)[:300]}"
+        if c.type == "csv_equals":
+            rows = [r for r in csv.reader(io.StringIO(text)) if r]
+            if c.expected_file is not None:
+                raw = self._hidden(ctx, c.expected_file).decode()
+                expected = [r for r in csv.reader(io.StringIO(raw)) if r]
+            else:
+                expected = c.expected
+            if len(rows) != len(expected):
+                return 0.0, f"{len(rows)} rows, expected {len(expected)}"
+
+            def row_eq(a: list, b: list) -> bool:
+                return len(a) == len(b) and all(_cells_equal(x, y, c.tolerance) for x, y in zip(a, b))
+
+            if c.ignore_row_order and rows:
+                header_ok = row_eq(rows[0], expected[0])
+                body, want = rows[1:], list(expected[1:])
+                for r in body:
+                    match = next((i for i, w in enumerate(want) if row_eq(r, w)), None)
+                    if match is None:
+                        return 0.0, f"unexpected row {r}"
+                    del want[match]
+                return float(header_ok), "equal" if header_ok else f"header differs: {rows[0]}"
+            for i, (a, b) in enumerate(zip(rows, expected)):
+                if not row_eq(a, b):
+                    return 0.0, f"row {i + 1} differs: {a} != {b}"
+            return 1.0, "equal"
+        raise VerifierError(f"unknown check type {c.type!r}")

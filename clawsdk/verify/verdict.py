@@ -1,0 +1,60 @@
+"""Verdicts keep every sub-score, so benchmarks can report them and filters can use them."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.sandbox.base import Sandbox
+    from clawsdk.tasks.model import Task
+
+
+class SubScore(BaseModel):
+    name: str
+    score: float = Field(ge=0, le=1)
+    weight: float = Field(1.0, ge=0)
+    detail: str = ""
+
+
+class Verdict(BaseModel):
+    verifier: str
+    score: float = Field(ge=0, le=1)
+    passed: bool
+    subscores: list[SubScore] = Field(default_factory=list)
+    detail: str = ""
+    duration_s: float = 0.0
+
+    @classmethod
+    def aggregate(cls, verifier: str, subscores: list[SubScore], pass_threshold: float = 1.0,
+                  detail: str = "") -> Verdict:
+        """The weighted mean of the sub-scores; passed when it reaches the threshold."""
+        total = sum(s.weight for s in subscores)
+        score = sum(s.score * s.weight for s in subscores) / total if total else 0.0
+        score = min(max(score, 0.0), 1.0)
+        return cls(verifier=verifier, score=score, passed=score >= pass_threshold - 1e-9,
+                   subscores=subscores, detail=detail)
+
+
+@dataclass
+class VerifyContext:
+    task: Task
+    sandbox: Sandbox
+    recorder: Recorder
+    #: where the hidden files are inside the sandbox, if the task has any
+    hidden_path: str | None = None
+    #: the rollout's events so far, for verifiers that grade the transcript
+    transcript: list[dict[str, Any]] | None = None
+
+
+class Verifier(abc.ABC):
+    """Scores the final workspace. Raise VerifierError when it cannot, never score 0 for that."""
+
+    name: str = "verifier"
+
+    @abc.abstractmethod
+    async def verify(self, ctx: VerifyContext) -> Verdict: ...

@@ -1,0 +1,1 @@
+"""clawsdk's first-party plugins: task sources, sandboxes, agents, verifiers."""

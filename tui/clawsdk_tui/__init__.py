@@ -1,0 +1,1 @@
+"""The Textual operator view; imported only by the `clawsdk watch` command."""
