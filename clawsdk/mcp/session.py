@@ -87,6 +87,10 @@ class ToolSession:
     def tools(self) -> list[ToolSpec]:
         return list(self.specs.values())
 
+    def instructions(self) -> dict[str, str]:
+        """Each server's instructions (a skill's SKILL.md text), for the agent's system prompt."""
+        return {name: c.instructions for name, c in self.clients.items() if c.instructions}
+
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool; unknown tools, bad arguments and timeouts come back as error results."""
         args = args or {}

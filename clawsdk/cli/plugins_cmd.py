@@ -1,0 +1,30 @@
+"""`clawsdk plugins`: what is loaded, from where, and what failed."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from clawsdk.cli.common import console
+
+
+@click.command("plugins")
+@click.option("--json", "as_json", is_flag=True)
+def plugins_command(as_json):
+    """List loaded plugins, where each comes from and what it provides."""
+    from clawsdk.plugins import get_registry
+
+    registry = get_registry()
+    if as_json:
+        click.echo(json.dumps([p.__dict__ for p in registry.plugins], indent=2))
+        return
+    table = Table()
+    for col in ("plugin", "from", "provides", "status"):
+        table.add_column(col)
+    for p in registry.plugins:
+        provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in p.provides.items())
+        status = f"[red]failed: {p.error}[/red]" if p.error else "[green]ok[/green]"
+        table.add_row(p.name, p.origin, provides, status)
+    console.print(table)

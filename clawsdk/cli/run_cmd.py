@@ -1,0 +1,162 @@
+"""`clawsdk run`: roll an agent out on tasks and record everything in the store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter, defaultdict
+
+import anyio
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from clawsdk.cli.common import console, db_option, err_console, fmt_reward, friendly_errors, parse_options
+from clawsdk.errors import TaskFormatError
+from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
+from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.store import Store
+from clawsdk.tasks.sources import load_tasks
+
+
+def load_all(specs: tuple[str, ...]) -> tuple[list, list[TaskFormatError]]:
+    tasks, errors = [], []
+    for spec in specs:
+        loaded = load_tasks(spec)
+        tasks.extend(loaded.tasks)
+        errors.extend(loaded.errors)
+    return tasks, errors
+
+
+def print_task_errors(errors: list[TaskFormatError]) -> None:
+    for e in errors:
+        err_console.print(f"[yellow]skipped task:[/yellow] {e}")
+
+
+@click.command("run")
+@click.argument("tasks", nargs=-1, required=True)
+@click.option("--agent", "-a", default="oracle", show_default=True, help="Agent plugin.")
+@click.option("--agent-opt", "agent_opts", multiple=True, metavar="KEY=VALUE", help="Option for the agent.")
+@click.option("--model", "-m", default=None, help="Model for agents that use one (e.g. embedded, openai:NAME).")
+@click.option("--base-url", default=None, help="Base URL for an OpenAI-compatible model server.")
+@click.option("--sandbox", "-s", default="local", show_default=True, help="Sandbox plugin.")
+@click.option("--sandbox-root", default=None, help="Where workspaces live (default: /dev/shm if it has room).")
+@click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1), help="Rollouts per task.")
+@click.option("--concurrency", "-c", default=8, show_default=True, type=click.IntRange(1),
+              help="Rollouts at once.")
+@click.option("--retries", default=2, show_default=True, type=click.IntRange(0),
+              help="Retries of infrastructure failures.")
+@click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it.")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@friendly_errors
+def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root, samples, concurrency, retries,
+                run_id, db, as_json):
+    """Run AGENT on every task in TASKS (folders, or SOURCE:PATH), SAMPLES times each.
+
+    Tasks that cannot be read are reported, recorded and skipped; the others run.
+    Interrupt with Ctrl-C: rollouts in flight are cancelled, their sandboxes removed, and
+    `clawsdk run ... --run-id ID` finishes the rest.
+    """
+    loaded, errors = load_all(tasks)
+    print_task_errors(errors)
+    if not loaded:
+        raise click.ClickException("no task could be read")
+    if sandbox == "local" and not as_json:
+        err_console.print("[dim]note: the 'local' sandbox does not isolate commands; use it for trusted "
+                          "tasks only (see --sandbox)[/dim]")
+    options = parse_options(agent_opts, "--agent-opt")
+    if model:
+        options["model"] = model
+    if base_url:
+        options["base_url"] = base_url
+    total = len(loaded) * samples
+    show_progress = not as_json and sys.stderr.isatty()
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("pass {task.fields[passed]}"), TimeElapsedColumn(),
+                        console=err_console, disable=not show_progress)
+    passed = [0]
+
+    with progress:
+        bar = progress.add_task("rollouts", total=total, passed=0)
+
+        def on_rollout(o: RolloutOutcome) -> None:
+            passed[0] += bool(o.passed)
+            progress.update(bar, advance=1, passed=passed[0])
+
+        result = anyio.run(lambda: run(
+            loaded, agent=agent, agent_options=options, sandbox=sandbox,
+            sandbox_config=SandboxConfig(root=sandbox_root), samples=samples, concurrency=concurrency,
+            run_id=run_id, db=db, retries=retries, task_errors=errors, on_rollout=on_rollout,
+            handle_signals=True,
+        ))
+        progress.update(bar, completed=result.skipped + len(result.outcomes))
+    summary = summarize(result)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        print_summary(summary)
+    if result.interrupted:
+        sys.exit(130)
+
+
+def summarize(result: RunResult) -> dict:
+    """The run as the store has it (this invocation and any earlier one of the same run id)."""
+    with Store(result.db) as store:
+        rows = store.rollouts(result.run_id)
+    kinds = Counter(r["failure_kind"] or r["status"] for r in rows)
+    scored = [r for r in rows if r["scored"]]
+    cats: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        cats[r["category"] or "(none)"].append(r)
+
+    def block(rs: list[dict]) -> dict:
+        sc = [r for r in rs if r["scored"]]
+        return {
+            "rollouts": len(rs),
+            "scored": len(sc),
+            "passed": sum(1 for r in sc if r["passed"]),
+            "pass_rate": (sum(1 for r in sc if r["passed"]) / len(sc)) if sc else None,
+            "mean_reward": (sum(r["reward"] for r in sc) / len(sc)) if sc else None,
+        }
+
+    return {
+        "run_id": result.run_id,
+        "db": str(result.db),
+        "interrupted": result.interrupted,
+        "resumed_skipped": result.skipped,
+        "skipped_tasks": [{"path": e.path, "field": e.field, "message": e.message} for e in result.task_errors],
+        "total": block(rows),
+        "unscored": len(rows) - len(scored),
+        "failure_kinds": dict(kinds),
+        "categories": {c: block(rs) for c, rs in sorted(cats.items())},
+        "rollouts": [{"id": r["id"], "task": r["task_id"], "sample": r["sample"], "status": r["status"],
+                      "failure_kind": r["failure_kind"], "reward": r["reward"], "passed": r["passed"]}
+                     for r in rows],
+    }
+
+
+def print_summary(s: dict) -> None:
+    table = Table(title=f"run {s['run_id']}", title_justify="left")
+    for col in ("category", "rollouts", "scored", "passed", "pass rate", "mean reward"):
+        table.add_column(col, justify="left" if col == "category" else "right")
+    for cat, b in s["categories"].items():
+        table.add_row(cat, str(b["rollouts"]), str(b["scored"]), str(b["passed"]),
+                      fmt_reward(b["pass_rate"]), fmt_reward(b["mean_reward"]))
+    t = s["total"]
+    table.add_section()
+    table.add_row("[bold]all[/bold]", str(t["rollouts"]), str(t["scored"]), str(t["passed"]),
+                  f"[bold]{fmt_reward(t['pass_rate'])}[/bold]", fmt_reward(t["mean_reward"]))
+    console.print(table)
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(s["failure_kinds"].items()))
+    console.print(f"endings: {kinds}" + (f"   (unscored: {s['unscored']})" if s["unscored"] else ""))
+    if s["resumed_skipped"]:
+        console.print(f"resumed: {s['resumed_skipped']} rollouts had finished before and were kept")
+    if s["skipped_tasks"]:
+        console.print(f"[yellow]{len(s['skipped_tasks'])} task(s) could not be read and were skipped[/yellow]")
+    if s["interrupted"]:
+        console.print(f"[yellow]interrupted[/yellow]: resume with --run-id {s['run_id']}")
+    console.print(f"store: {s['db']}")
+    if s["rollouts"]:
+        console.print(f"look at a rollout: clawsdk show {s['rollouts'][0]['id']}"
+                      + (f" --db {s['db']}" if s["db"] != ".clawsdk/clawsdk.db" else ""))

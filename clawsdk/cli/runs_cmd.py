@@ -1,0 +1,125 @@
+"""`clawsdk runs` and `clawsdk show`: what the store holds."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from clawsdk.cli.common import console, db_option, fmt_reward, friendly_errors
+from clawsdk.store.store import Store, default_db_path
+
+
+def open_store(db: str | None) -> Store:
+    return Store(db or default_db_path(), readonly=True)
+
+
+@click.command("runs")
+@db_option
+@click.option("--json", "as_json", is_flag=True)
+@friendly_errors
+def runs_command(db, as_json):
+    """List the runs in the store."""
+    with open_store(db) as store:
+        rows = store.runs()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+        return
+    table = Table()
+    for col in ("run", "created", "status", "agent", "sandbox", "rollouts", "finished", "passed", "mean reward"):
+        table.add_column(col)
+    for r in rows:
+        scored = r["scored"] or 0
+        table.add_row(r["id"], r["created_at"][:19], r["status"], r["agent"] or "", r["sandbox"] or "",
+                      str(r["rollouts"]), str(r["finished"] or 0), f"{r['passed'] or 0}/{scored}",
+                      fmt_reward(r["mean_reward"]))
+    console.print(table)
+
+
+def _fold(text: str, lines: int) -> str:
+    parts = text.splitlines()
+    if lines and len(parts) > lines:
+        return "\n".join(parts[:lines]) + f"\n… {len(parts) - lines} more lines (--full shows all)"
+    return text
+
+
+def render_event(e: dict, full: bool) -> str:
+    p, kind, n = e["payload"], e["kind"], 0 if full else 20
+    dur = f" [dim]{e['duration_ms']:.1f} ms[/dim]" if e.get("duration_ms") is not None else ""
+    head = f"[dim]{e['seq']:>4}[/dim] "
+    if kind == "tool_call":
+        args = json.dumps(p.get("args", {}), ensure_ascii=False, indent=None)
+        return head + f"[bold cyan]→ {escape(p['tool'])}[/bold cyan] {escape(_fold(args, n))}"
+    if kind == "tool_result":
+        mark = "[red]✗[/red]" if p.get("is_error") else "[green]←[/green]"
+        return head + f"{mark} {escape(p['tool'])}{dur}\n" + escape(_fold(str(p.get("content", "")), n))
+    if kind == "model_request":
+        msgs = p.get("messages", [])
+        last = msgs[-1] if msgs else {}
+        return head + f"[magenta]model request[/magenta] ({len(msgs)} messages; last: " \
+            f"{escape(str(last.get('role', '')))})"
+    if kind == "model_response":
+        msg = p.get("message", {})
+        calls = msg.get("tool_calls") or []
+        text = msg.get("content") or ""
+        out = head + f"[magenta]model[/magenta]{dur}"
+        if text:
+            out += "\n" + escape(_fold(text, n))
+        for c in calls:
+            fn = c.get("function", c)
+            out += f"\n  [magenta]tool call[/magenta] {escape(str(fn.get('name')))} {escape(str(fn.get('arguments')))}"
+        return out
+    if kind == "verifier":
+        return head + f"[yellow]check[/yellow] {escape(str(p.get('check')))}: {p.get('score')}  " \
+            f"[dim]{escape(str(p.get('detail', ''))[:300])}[/dim]"
+    if kind == "sandbox_exec":
+        return head + f"[yellow]exec[/yellow] {escape(str(p.get('command'))[:200])} → exit {p.get('exit_code')}{dur}"
+    if kind == "error":
+        return head + f"[red]error ({escape(str(p.get('kind')))})[/red] {escape(str(p.get('message')))}"
+    return head + f"{kind} {escape(json.dumps(p)[:500])}"
+
+
+@click.command("show")
+@click.argument("rollout_id")
+@db_option
+@click.option("--full", is_flag=True, help="Do not fold long outputs.")
+@click.option("--attempt", type=int, default=None, help="An earlier attempt (default: the last).")
+@click.option("--json", "as_json", is_flag=True, help="The rollout, its events and verdict as JSON.")
+@friendly_errors
+def show_command(rollout_id, db, full, attempt, as_json):
+    """Show one rollout's whole trajectory: every model call, tool call and result, and the verdict."""
+    with open_store(db) as store:
+        ro = store.rollout(rollout_id)
+        if ro is None:
+            raise LookupError(f"no rollout {rollout_id!r} in {store.path}")
+        events = store.events(ro["id"], attempt)
+        verdict = store.verdict(ro["id"], attempt)
+        task = store.task(ro["task_hash"])
+    if as_json:
+        click.echo(json.dumps({"rollout": ro, "events": events, "verdict": verdict}, indent=2, default=str))
+        return
+    console.print(f"[bold]rollout {ro['id']}[/bold]  run {ro['run_id']}  task {escape(ro['task_id'])} "
+                  f"sample {ro['sample']}  attempt {ro['attempt'] if attempt is None else attempt}")
+    console.print(f"status {ro['status']}  ending {ro['failure_kind']}  reward {fmt_reward(ro['reward'])}  "
+                  f"passed {bool(ro['passed']) if ro['passed'] is not None else '-'}  "
+                  f"tool calls {ro['n_tool_calls']}  {ro['duration_s'] or 0:.2f} s")
+    if ro["error"]:
+        console.print(f"[red]{escape(ro['error'])}[/red]")
+    if task is not None:
+        console.print(f"[dim]instruction:[/dim] {escape(_fold(task.instruction, 0 if full else 6))}")
+    console.rule()
+    for e in events:
+        console.print(render_event(e, full))
+    if verdict:
+        console.rule()
+        table = Table(title=f"verdict ({verdict['verifier']}): score {verdict['score']:.2f}, "
+                            f"{'passed' if verdict['passed'] else 'failed'}", title_justify="left")
+        table.add_column("check")
+        table.add_column("score", justify="right")
+        table.add_column("weight", justify="right")
+        table.add_column("detail")
+        for s in verdict["subscores"]:
+            table.add_row(escape(s["name"]), f"{s['score']:.2f}", f"{s['weight']:g}", escape((s["detail"] or "")[:120]))
+        console.print(table)
