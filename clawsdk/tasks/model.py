@@ -87,6 +87,27 @@ class VerifierSpec(BaseModel):
     pass_threshold: float = Field(1.0, ge=0, le=1)
 
 
+class ToolPolicy(BaseModel):
+    """Which tools the agent gets, like OpenClaw's tools.profile / allow / deny (deny wins).
+
+    Entries are tool names, `group:NAME` (fs, runtime, web, memory, ...), `server:NAME`, or
+    `*` wildcards; matching ignores case. See clawsdk.mcp.policy.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: str | None = Field(None, description="minimal | coding | messaging | full")
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known_names(self) -> ToolPolicy:
+        from clawsdk.mcp.policy import check_policy
+
+        check_policy(self)
+        return self
+
+
 class Task(BaseModel):
     """A workspace task <p, s0, A, F, V>; versioned, with a content hash."""
 
@@ -104,8 +125,21 @@ class Task(BaseModel):
     solution: list[ToolCall] | None = None
     verifier: VerifierSpec = Field(default_factory=VerifierSpec)
     limits: Limits = Field(default_factory=Limits)
+    # left out of dumps (and so of the hash) when unset, so tasks without them keep their hash
+    tool_policy: ToolPolicy | None = Field(None, exclude_if=lambda v: v is None)
+    tool_config: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude_if=lambda v: not v,
+                                                   description="options per tool server, e.g. web: {pages: ...}")
     provenance: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("workspace", "hidden")
+    @classmethod
+    def _sorted_unique(cls, files: list[File]) -> list[File]:
+        files = sorted(files, key=lambda f: f.path)
+        for a, b in zip(files, files[1:]):
+            if a.path == b.path:
+                raise ValueError(f"file {a.path!r} is given twice")
+        return files
 
     @field_validator("schema_version")
     @classmethod

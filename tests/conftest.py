@@ -1,0 +1,54 @@
+"""Shared fixtures: small native tasks built on the fly, a temp store, the repo's example tasks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples" / "tasks"
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def make_task(root: Path, task_id: str = "t1", *, instruction: str = "Write done.txt containing done.",
+              checks: list | None = None, workspace: dict | None = None, hidden: dict | None = None,
+              steps: list | None = None, extra: dict | None = None) -> Path:
+    folder = root / task_id
+    (folder / "workspace").mkdir(parents=True, exist_ok=True)
+    spec = {
+        "id": task_id,
+        "category": "systems & automation",
+        "instruction": instruction,
+        "verifier": {"checks": checks or [{"type": "text_contains", "path": "done.txt", "text": "done"}]},
+    }
+    spec.update(extra or {})
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
+    for rel, text in (workspace or {"notes.md": "hello\n"}).items():
+        p = folder / "workspace" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    for rel, text in (hidden or {}).items():
+        p = folder / "hidden" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    if steps is None:
+        steps = [{"tool": "write", "args": {"path": "done.txt", "content": "done\n"}}]
+    if steps:
+        (folder / "solution").mkdir(exist_ok=True)
+        (folder / "solution" / "steps.yaml").write_text(yaml.safe_dump(steps))
+    return folder
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workspaces of each test under a temp root, so a test can check that nothing is left behind."""
+    if "CLAWSDK_SANDBOX_ROOT" not in os.environ:
+        monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(tmp_path_factory.mktemp("sandboxes")))

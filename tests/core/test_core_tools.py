@@ -1,0 +1,121 @@
+"""The core tool server, driven through a real in-process MCP client."""
+
+import json
+import os
+
+import anyio
+from mcp import Client
+
+from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.tasks.model import File, Task
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_tools.core import core_server, glob_to_regex
+
+TASK = Task(id="t", instruction="x", workspace=[
+    File(path="src/app.py", text="def add(a, b):\n    return a - b\n"),
+    File(path="src/util.py", text="X = 1\nY = 2\n"),
+    File(path="notes.md", text="\n".join(f"line {i}" for i in range(1, 101)) + "\n"),
+    File(path="blob.bin", b64="AAECAw=="),
+])
+
+
+def drive(fn):
+    async def main():
+        sb = LocalSandbox(SandboxConfig())
+        await sb.start(TASK)
+        try:
+            with anyio.fail_after(30):
+                async with Client(core_server(sb, TASK)) as client:
+                    return await fn(client, sb)
+        finally:
+            await sb.close()
+
+    return anyio.run(main)
+
+
+def text(result):
+    return "\n".join(c.text for c in result.content)
+
+
+def test_lists_the_openclaw_style_tools_with_schemas():
+    async def body(client, sb):
+        return {t.name: t.input_schema for t in (await client.list_tools()).tools}
+
+    tools = drive(body)
+    assert {"read", "write", "edit", "ls", "glob", "grep", "exec"} <= set(tools)
+    assert tools["read"]["required"] == ["path"]
+
+
+def test_read_with_offset_and_limit_says_what_is_left():
+    async def body(client, sb):
+        return text(await client.call_tool("read", {"path": "notes.md", "offset": 10, "limit": 3}))
+
+    out = drive(body)
+    assert out.startswith("line 10\nline 11\nline 12\n") and "88 more lines; read with offset=13" in out
+
+
+def test_write_edit_and_exec_change_the_workspace():
+    async def body(client, sb):
+        await client.call_tool("edit", {"path": "src/app.py", "old_text": "a - b", "new_text": "a + b"})
+        await client.call_tool("write", {"path": "out/new.txt", "content": "fresh"})
+        r = await client.call_tool("exec", {"command": "python3 -c 'from src.app import add; print(add(2, 3))'"})
+        return json.loads(text(r)), (await sb.read("out/new.txt"))
+
+    r, new = drive(body)
+    assert r["exit_code"] == 0 and r["stdout"].strip() == "5" and new == b"fresh"
+
+
+def test_edit_refuses_ambiguous_or_missing_text():
+    async def body(client, sb):
+        amb = await client.call_tool("edit", {"path": "notes.md", "old_text": "line 1", "new_text": "x"})
+        missing = await client.call_tool("edit", {"path": "notes.md", "old_text": "nope", "new_text": "x"})
+        return amb, missing
+
+    amb, missing = drive(body)
+    assert amb.is_error and "occurs" in text(amb)
+    assert missing.is_error and "not found" in text(missing)
+
+
+def test_glob_and_grep():
+    async def body(client, sb):
+        g = text(await client.call_tool("glob", {"pattern": "**/*.py"}))
+        gr = text(await client.call_tool("grep", {"pattern": "^Y =", "path": "src"}))
+        one = text(await client.call_tool("grep", {"pattern": "return", "path": "src/app.py"}))
+        return g, gr, one
+
+    g, gr, one = drive(body)
+    assert g.splitlines() == ["src/app.py", "src/util.py"]
+    assert gr == "src/util.py:2:Y = 2"
+    assert one == "src/app.py:2:    return a - b"
+
+
+def test_paths_outside_the_workspace_are_tool_errors():
+    async def body(client, sb):
+        os.symlink("/etc", os.path.join(sb.workspace, "out"))
+        results = []
+        for tool, args in [("read", {"path": "../../etc/passwd"}), ("read", {"path": "/etc/passwd"}),
+                           ("read", {"path": "out/passwd"}), ("write", {"path": "out/evil", "content": "x"}),
+                           ("ls", {"path": ".."}), ("edit", {"path": "out/hosts", "old_text": "a", "new_text": "b"}),
+                           ("read", {"path": "blob.bin"}), ("read", {"path": "missing.txt"})]:
+            results.append(await client.call_tool(tool, args))
+        return results
+
+    results = drive(body)
+    assert all(r.is_error for r in results)
+    messages = [text(r) for r in results]
+    assert "leaves the workspace" in messages[0] and "absolute path" in messages[1]
+    assert "outside the workspace" in messages[2] and "binary file" in messages[6] and "no such file" in messages[7]
+
+
+def test_exec_timeout_is_reported_not_raised():
+    async def body(client, sb):
+        return json.loads(text(await client.call_tool("exec", {"command": "sleep 20", "timeout": 0.5})))
+
+    r = drive(body)
+    assert r["timed_out"] and r["exit_code"] == 124
+
+
+def test_glob_semantics():
+    rx = glob_to_regex("**/*.py")
+    assert rx.match("a.py") and rx.match("x/y/a.py") and not rx.match("a.pyc")
+    assert not glob_to_regex("*.py").match("x/a.py")
