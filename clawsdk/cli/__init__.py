@@ -11,6 +11,7 @@ from clawsdk.cli.plugins_cmd import plugins_command
 from clawsdk.cli.run_cmd import run_command
 from clawsdk.cli.runs_cmd import runs_command, show_command
 from clawsdk.cli.tasks_cmd import tasks_group
+from clawsdk.cli.watch_cmd import watch_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -27,6 +28,7 @@ cli.add_command(runs_command)
 cli.add_command(show_command)
 cli.add_command(tasks_group)
 cli.add_command(plugins_command)
+cli.add_command(watch_command)
 
 
 def _add_plugin_commands() -> None:

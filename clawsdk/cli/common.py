@@ -9,11 +9,12 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from clawsdk.errors import ClawError
 
 console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def db_option(fn: Callable) -> Callable:
@@ -31,7 +32,7 @@ def friendly_errors(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except (ClawError, FileNotFoundError, LookupError, ValueError) as e:
-            err_console.print(f"[red]error:[/red] {e}")
+            err_console.print(f"[red]error:[/red] {escape(str(e))}")
             sys.exit(2)
 
     return wrapper

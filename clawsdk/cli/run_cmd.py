@@ -8,6 +8,7 @@ from collections import Counter, defaultdict
 
 import anyio
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -30,7 +31,7 @@ def load_all(specs: tuple[str, ...]) -> tuple[list, list[TaskFormatError]]:
 
 def print_task_errors(errors: list[TaskFormatError]) -> None:
     for e in errors:
-        err_console.print(f"[yellow]skipped task:[/yellow] {e}")
+        err_console.print(f"[yellow]skipped task:[/yellow] {escape(str(e))}")
 
 
 @click.command("run")

@@ -1,0 +1,67 @@
+import sqlite3
+
+import anyio
+import pytest
+import sqlite_utils
+
+from clawsdk.store import migrations
+from clawsdk.store.store import Store
+from clawsdk.store.writer import StoreWriter
+
+
+def test_migrates_from_blank_and_records_each_migration(db):
+    with Store(db) as store:
+        names = [r["name"] for r in store.query("SELECT name FROM _migrations")]
+        assert names == [name for name, _ in migrations.MIGRATIONS]
+        assert {"runs", "tasks", "rollouts", "events", "verdicts", "verdict_scores", "task_errors"} <= set(
+            store.db.table_names())
+        assert store.query("PRAGMA journal_mode")[0]["journal_mode"] == "wal"
+    with Store(db) as store:  # reopening applies nothing twice
+        assert len(store.query("SELECT * FROM _migrations")) == len(migrations.MIGRATIONS)
+
+
+def test_a_failing_migration_leaves_the_old_schema(db, monkeypatch):
+    Store(db).close()
+
+    def broken(d):
+        d.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS + [("m999_broken", broken)])
+    with pytest.raises(RuntimeError):
+        Store(db)
+    con = sqlite3.connect(db)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "half_done" not in tables
+    assert "m999_broken" not in {r[0] for r in con.execute("SELECT name FROM _migrations")}
+
+
+def test_a_store_from_a_newer_clawsdk_is_refused(db):
+    Store(db).close()
+    sqlite_utils.Database(db).execute("INSERT INTO _migrations VALUES ('m500_future', 'x')")
+    with pytest.raises(RuntimeError, match="newer clawsdk"):
+        Store(db)
+
+
+def test_writer_commits_everything_queued_even_when_cancelled(db):
+    Store(db).close()
+
+    async def main():
+        with anyio.CancelScope() as scope:
+            async with StoreWriter(db) as w:
+                await w.put("upsert_run", run_id="r", status="running")
+                for i in range(5000):
+                    await w.events([("ro", 0, i, "note", "ts", None, "{}")])
+                scope.cancel()
+                await anyio.sleep(1)  # cancelled here; the queued writes must still land
+        return w
+
+    w = anyio.run(main)
+    with Store(db) as store:
+        assert store.query("SELECT COUNT(*) n FROM events")[0]["n"] == 5000
+    assert w.committed_batches < 5000 / 10, "writes were not batched"
+
+
+def test_readonly_store_needs_an_existing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no clawsdk store"):
+        Store(tmp_path / "nope.db", readonly=True)
