@@ -26,7 +26,7 @@ from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent
 from clawsdk.runtime.recorder import Recorder
-from clawsdk.runtime.rollout import attempt_rollout
+from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store, default_db_path
 from clawsdk.store.writer import StoreWriter
@@ -94,14 +94,21 @@ async def run(
     task_errors: Sequence[TaskFormatError] = (),
     on_rollout: Callable[[RolloutOutcome], None] | None = None,
     handle_signals: bool = False,
+    executor: str | Executor = "local",
+    executor_options: dict[str, Any] | None = None,
 ) -> RunResult:
     """Run `samples` rollouts of every task and record them in the store at `db`."""
     if samples < 1 or concurrency < 1:
         raise ValueError("samples and concurrency must be at least 1")
     registry = get_registry()
     the_agent = _load_agent(agent, agent_options or {})
-    make = registry.get("sandboxes", sandbox)
+    registry.get("sandboxes", sandbox)  # fail now on an unknown name, not in every rollout
     cfg = sandbox_config or SandboxConfig()
+    if isinstance(executor, str):
+        options = dict(executor_options or {})
+        if executor == "local":
+            options.setdefault("verifier_concurrency", concurrency)
+        executor = registry.get("executors", executor)(**options)
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
     result = RunResult(run_id=run_id, db=db_path, task_errors=list(task_errors))
@@ -110,9 +117,9 @@ async def run(
     plan, attempts = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, result)
     by_category = {t.id: t.category for t in tasks}
     sandbox_slots = anyio.CapacityLimiter(concurrency)
-    verifier_slots = anyio.CapacityLimiter(max(1, concurrency))
+    agent_by_name = agent if isinstance(agent, str) else None
 
-    async with StoreWriter(db_path) as writer:
+    async with StoreWriter(db_path) as writer, executor:
         await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
                          samples=samples, config={"agent": agent_name, "agent_options": agent_options or {},
                                                   "sandbox": sandbox, "samples": samples,
@@ -135,8 +142,10 @@ async def run(
                                      model=getattr(the_agent, "model", None))
                     recorder = Recorder(writer, rid, attempt, keep=True)
                     try:
-                        res = await attempt_rollout(task, the_agent, lambda: make(cfg), recorder, registry,
-                                                    verifier_slots)
+                        job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
+                                         agent_options=agent_options or {}, sandbox=sandbox, sandbox_config=cfg,
+                                         rollout_id=rid, attempt=attempt)
+                        res = await executor.attempt(job, recorder)
                     except anyio.get_cancelled_exc_class():
                         with anyio.CancelScope(shield=True):
                             await writer.put("finish_rollout", rollout_id=rid, attempt=attempt,
