@@ -47,6 +47,64 @@ def workspace_root(configured: str | None = None) -> Path:
     return root
 
 
+OWNER_FILE = ".owner"
+_swept: set[Path] = set()
+
+
+def _process_start(pid: int) -> str | None:
+    """The kernel's start time of a process (tells a live owner from a reused pid)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_tag() -> str:
+    return f"{os.getpid()} {_process_start(os.getpid())}"
+
+
+def _owner_alive(tag: str) -> bool:
+    try:
+        pid_s, start = tag.split()
+        return _process_start(int(pid_s)) == start
+    except ValueError:
+        return False
+
+
+def sweep_orphans(base: Path) -> int:
+    """Remove workspaces whose runner died without closing them (SIGKILL), and kill what still runs there.
+
+    Returns how many were removed. Runs once per process and root, before its first sandbox.
+    """
+    removed = 0
+    for folder in base.glob("sb-*"):
+        try:
+            tag = (folder / OWNER_FILE).read_text()
+        except OSError:
+            tag = ""
+        if tag and _owner_alive(tag):
+            continue
+        try:
+            if not tag and time.time() - folder.stat().st_mtime < 60:
+                continue  # just created by a live runner that has not written its owner file yet
+        except OSError:
+            continue
+        real = os.path.realpath(folder)
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                cwd = os.readlink(proc / "cwd")
+            except OSError:
+                continue
+            if cwd == real or cwd.startswith(real + os.sep):
+                try:
+                    os.kill(int(proc.name), signal.SIGKILL)
+                except OSError:
+                    pass
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    return removed
+
+
 def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -73,11 +131,15 @@ class HostDirSandbox(Sandbox):
 
     async def start(self, task: Task) -> None:
         base = workspace_root(self.config.root)
+        if base not in _swept:
+            _swept.add(base)
+            await anyio.to_thread.run_sync(sweep_orphans, base)
         self.root = base / f"sb-{uuid.uuid4().hex[:12]}"
         self.workspace = self.root / "workspace"
         self.home = self.root / "home"
         try:
             self.workspace.mkdir(parents=True)
+            (self.root / OWNER_FILE).write_text(_owner_tag())
             self.home.mkdir()
             for f in task.workspace:
                 self._write_sync(f.path, f.data, f.executable)

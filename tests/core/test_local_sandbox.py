@@ -1,5 +1,6 @@
 import os
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -115,3 +116,42 @@ def test_close_removes_everything_even_after_cancellation():
 
     anyio.run(main)
     assert not roots[0].exists()
+
+
+def test_orphans_of_a_killed_runner_are_swept_at_the_next_start(tmp_path):
+    import subprocess
+    import sys
+
+    from clawsdk.sandbox import hostdir
+
+    root = tmp_path / "root"
+    script = (
+        "import anyio, sys\n"
+        "from clawsdk.sandbox.base import SandboxConfig\n"
+        "from clawsdk_plugins.sandbox_local import LocalSandbox\n"
+        "from clawsdk.tasks.model import Task\n"
+        "async def main():\n"
+        f"    sb = LocalSandbox(SandboxConfig(root={str(root)!r}))\n"
+        "    await sb.start(Task(id='t', instruction='x'))\n"
+        "    print(sb.root, flush=True)\n"
+        "    await sb.exec('sleep 317', timeout=600)\n"
+        "anyio.run(main)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    orphan = Path(proc.stdout.readline().strip())
+    time.sleep(0.5)  # let `sleep 317` start in the orphan's workspace
+    proc.kill()
+    proc.wait()
+    assert orphan.exists()
+    base = hostdir.workspace_root(str(root))
+    hostdir._swept.discard(base)
+
+    async def start_another():
+        sb = LocalSandbox(SandboxConfig(root=str(root)))
+        await sb.start(TASK)
+        await sb.close()
+
+    anyio.run(start_another)
+    assert not orphan.exists()
+    leftover = subprocess.run(["pgrep", "-f", "sleep 317"], capture_output=True, text=True).stdout.split()
+    assert leftover == [], "the orphan's process kept running"
