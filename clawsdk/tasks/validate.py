@@ -25,6 +25,7 @@ class Validation:
     has_solution: bool = False
     baseline_passed: bool = False
     solution_passed: bool | None = None
+    baseline_max: float | None = None  # verifier.untouched_score_max (ClawGym-style tasks: 0)
 
     @property
     def ok(self) -> bool:
@@ -34,6 +35,9 @@ class Validation:
     def problem(self) -> str:
         if self.baseline_error:
             return f"verifier failed on the untouched workspace: {self.baseline_error}"
+        if self.baseline_max is not None and (self.baseline_score or 0.0) > self.baseline_max + 1e-9:
+            return (f"the untouched workspace scores {self.baseline_score:.3f}; this task's verifier must "
+                    f"give it at most {self.baseline_max:g}")
         if self.baseline_passed:
             return "the untouched workspace already passes the verifier"
         if self.has_solution and self.solution_error:
@@ -55,7 +59,8 @@ async def validate_task(task: Task, sandbox: str = "local", config: SandboxConfi
     registry = get_registry()
     make = registry.get("sandboxes", sandbox)
     cfg = config or SandboxConfig()
-    v = Validation(task_id=task.id, has_solution=bool(task.solution))
+    v = Validation(task_id=task.id, has_solution=bool(task.solution),
+                   baseline_max=(task.verifier.model_extra or {}).get("untouched_score_max"))
     base = await attempt_rollout(task, _Idle(), lambda: make(cfg), Recorder(None, "validate"), registry)
     if base.kind is FailureKind.OK and base.verdict:
         v.baseline_score, v.baseline_passed = base.verdict.score, base.verdict.passed

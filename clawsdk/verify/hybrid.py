@@ -1,0 +1,127 @@
+"""Hybrid verification: a weighted mean of verifiers (code checks and a rubric judge), with gates.
+
+    verifier:
+      type: hybrid
+      gate: true            # shorthand: the first part gates
+      parts:
+        - {name: code, weight: 0.7, verifier: {type: clawgym}}
+        - {name: rubric, weight: 0.3, verifier: {type: rubric, rules: [...]}}
+
+A part with ``gate: true`` that does not pass (its own pass_threshold) stops the other parts
+from counting: they are not run and score 0, so a rubric judge can never rescue a failed code
+check, and the hybrid does not pass. Sub-scores keep every part (``code``, ``rubric``) at its
+weight and each part's own sub-scores as ``part/name`` at weight 0, so the weighted mean of
+the sub-scores is the verdict's score and nothing is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from clawsdk.tasks.model import VerifierSpec
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    weight: float = Field(ge=0)
+    gate: bool = False
+    verifier: dict[str, Any]
+
+
+class HybridSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = "hybrid"
+    parts: list[Part] = Field(min_length=1)
+    gate: bool = False
+    pass_threshold: float = Field(1.0, ge=0, le=1)
+    untouched_score_max: float | None = Field(None, ge=0, le=1)
+    checks: list = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> HybridSpec:
+        if sum(p.weight for p in self.parts) <= 0:
+            raise ValueError("the parts' weights sum to 0")
+        for i, p in enumerate(self.parts):
+            if p.name is None:
+                p.name = str(p.verifier.get("type", f"part{i}"))
+        names = [p.name for p in self.parts]
+        if len(set(names)) != len(names):
+            raise ValueError(f"part names must be unique (got {names}); name them with 'name'")
+        if self.gate:
+            self.parts[0].gate = True
+        return self
+
+
+class HybridVerifier(Verifier):
+    name = "hybrid"
+
+    def __init__(self, spec: VerifierSpec):
+        from clawsdk.plugins import get_registry
+
+        try:
+            self.spec = HybridSpec.model_validate(spec.model_dump())
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise ValueError(f"verifier{'.' + loc if loc else ''}: {err['msg'].removeprefix('Value error, ')}") \
+                from None
+        registry = get_registry()
+        self.parts: list[tuple[Part, Verifier]] = []
+        for i, part in enumerate(self.spec.parts):
+            sub_type = part.verifier.get("type", "checks")
+            if sub_type == "hybrid":
+                raise ValueError(f"verifier.parts[{i}]: a hybrid inside a hybrid is not supported")
+            try:
+                factory = registry.get("verifiers", sub_type)
+                sub_spec = VerifierSpec.model_validate(part.verifier)
+                self.parts.append((part, factory(sub_spec)))
+            except (ValueError, TypeError, ValidationError) as e:
+                raise ValueError(f"verifier.parts[{i}] ({part.name}): {e}") from None
+            except Exception as e:  # an unknown type: PluginError
+                raise ValueError(f"verifier.parts[{i}] ({part.name}): {e}") from None
+
+    async def verify(self, ctx: VerifyContext) -> Verdict:
+        gates = [p for p, _ in self.parts if p.gate]
+        results: dict[str, Verdict | None] = {}
+        failed_gate: str | None = None
+        # gates first: when one fails, the rest need not run (no judge call for a failed code check)
+        for part, verifier in sorted(self.parts, key=lambda pv: not pv[0].gate):
+            if failed_gate and not part.gate:
+                results[part.name] = None
+                continue
+            verdict = await verifier.verify(ctx)
+            results[part.name] = verdict
+            if part.gate and not verdict.passed:
+                failed_gate = failed_gate or part.name
+        subs: list[SubScore] = []
+        details = []
+        for part, _ in self.parts:
+            verdict = results[part.name]
+            if verdict is None:
+                subs.append(SubScore(name=part.name, score=0.0, weight=part.weight,
+                                     detail=f"not run: gate {failed_gate!r} failed"))
+                details.append(f"{part.name}: skipped (gate {failed_gate} failed)")
+                continue
+            subs.append(SubScore(name=part.name, score=verdict.score, weight=part.weight,
+                                 detail=(verdict.detail or verdict.verifier)[:2000]))
+            details.append(f"{part.name} {verdict.score:.3f} x {part.weight:g}")
+            for s in verdict.subscores:
+                subs.append(SubScore(name=f"{part.name}/{s.name}"[:250], score=s.score, weight=0.0,
+                                     detail=s.detail))
+        out = Verdict.aggregate(self.name, subs, self.spec.pass_threshold, detail="; ".join(details))
+        if failed_gate:
+            out.passed = False
+            out.detail += f"; not passed: gate {failed_gate!r} failed"
+        if gates and not failed_gate:
+            out.detail += "; gates passed"
+        return out
+
+
+def hybrid_verifier(spec: VerifierSpec) -> HybridVerifier:
+    return HybridVerifier(spec)

@@ -1,0 +1,551 @@
+"""ClawGym tasks: the folder format, `syn_task.jsonl`, and the `clawgym` reward verifier.
+
+Folder format::
+
+    task_0091/
+      data_entry.json      task_id, user_query, input_mount_dir, metadata{category, grading_type, rule?}
+      input_files/         copied into the workspace as they are
+      reward/reward.sh     hidden until scoring; prints the score as its last stdout line
+      reward/check.py      prints a JSON dict of sub-scores for the workspace given as argv[1]
+
+The reward scripts name the workspace by its absolute mount path (``/root/.openclaw/workspace``).
+At scoring time the verifier writes ``reward/`` into the workspace, where the scripts expect it,
+and, when the sandbox's workspace is somewhere else (the local sandbox), rewrites that path in
+the copies to the sandbox's own workspace path, so nothing ever touches the host's ``/root``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shlex
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
+from clawsdk.hookspecs import hookimpl
+from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+
+ENTRY_FILE = "data_entry.json"
+INPUT_DIR = "input_files"
+REWARD_DIR = "reward"
+MOUNT_DIR = "/root/.openclaw/workspace"
+DEFAULT_TIMEOUT_S = 120.0
+#: ClawGym-Bench's hybrid weighting: 0.7 code checks + 0.3 rubric judge.
+CODE_WEIGHT, RUBRIC_WEIGHT = 0.7, 0.3
+
+#: The reward.sh ClawGym ships with every task: the mean of check.py's dict (byte for byte).
+REWARD_SH = (
+    "#!/usr/bin/env bash\n"
+    "set -euo pipefail\n"
+    "\n"
+    "python3 /root/.openclaw/workspace/reward/check.py /root/.openclaw/workspace | python3 -c "
+    "'import json, sys; raw = sys.stdin.read().strip(); data = json.loads(raw); "
+    "print(sum(float(v) for v in data.values()) / len(data) if isinstance(data, dict) and data "
+    "else float(data) if isinstance(data, (int, float)) else 0.0)'\n"
+)
+
+# When a hook_code only defines grade(), this makes it the script reward.sh expects.
+_GRADE_MAIN = '''
+
+if __name__ == "__main__":
+    import json as _json
+    import sys as _sys
+
+    print(_json.dumps(grade([], _sys.argv[1] if len(_sys.argv) > 1 else ".")))
+'''
+
+
+# ---- reading -------------------------------------------------------------------------------
+
+
+def _folder_files(folder: Path, prefix: str = "") -> list[File]:
+    files = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                raise TaskFormatError(str(p), "symlinks are not allowed in task files")
+            rel = prefix + p.relative_to(folder).as_posix()
+            files.append(File.from_bytes(rel, p.read_bytes(), executable=os.access(p, os.X_OK)))
+    return files
+
+
+def _clean_category(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def rules_of(raw: Any) -> tuple[list[dict] | None, str | None]:
+    """ClawGym's `rule`/`rules` as (rubric rules, free-text rubric); a dict is one rule."""
+    if raw in (None, "", [], {}):
+        return None, None
+    if isinstance(raw, str):
+        return None, raw
+    if isinstance(raw, dict):
+        return [raw], None
+    if isinstance(raw, list) and all(isinstance(r, dict) for r in raw):
+        return raw, None
+    if isinstance(raw, list) and all(isinstance(r, str) for r in raw):
+        return None, "\n".join(f"- {r}" for r in raw)
+    raise ValueError("must be a rule {name, file_path, scores}, a list of them, or rubric text")
+
+
+def build_verifier(*, grading_type: str | None, has_reward: bool, rules: list[dict] | None,
+                   rubric: str | None, mount_dir: str, timeout_s: float) -> VerifierSpec:
+    """The verifier of a ClawGym task from its grading type and what it ships."""
+    code = {"type": "clawgym", "script": f"{REWARD_DIR}/reward.sh", "check": f"{REWARD_DIR}/check.py",
+            "mount_dir": mount_dir, "timeout_s": timeout_s, "untouched_score_max": 0.0}
+    judge: dict[str, Any] = {"type": "rubric"}
+    if rules:
+        judge["rules"] = rules
+    elif rubric:
+        judge["rubric"] = rubric
+    has_rubric = bool(rules or rubric)
+    kind = (grading_type or "").strip().lower()
+    if kind in ("llm_judge", "rubric", "judge"):
+        if not has_rubric:
+            raise ValueError(f"grading_type {grading_type!r} needs metadata.rule (the rubric), which is missing")
+        return VerifierSpec.model_validate(judge)
+    if kind in ("hybrid",) or (not kind and has_rubric and has_reward):
+        if not has_reward:
+            raise ValueError("grading_type 'hybrid' needs reward/reward.sh, which is missing")
+        if not has_rubric:
+            raise ValueError("grading_type 'hybrid' needs metadata.rule (the rubric), which is missing")
+        return VerifierSpec.model_validate({
+            "type": "hybrid",
+            "untouched_score_max": 0.0,
+            "parts": [{"name": "code", "weight": CODE_WEIGHT, "verifier": code},
+                      {"name": "rubric", "weight": RUBRIC_WEIGHT, "verifier": judge}],
+        })
+    if kind not in ("", "automated", "code"):
+        raise ValueError(f"unknown grading_type {grading_type!r}; one of automated, hybrid, llm_judge")
+    if not has_reward:
+        raise ValueError(f"{REWARD_DIR}/reward.sh is missing; an automated ClawGym task needs it")
+    return VerifierSpec.model_validate(code)
+
+
+def _limits(timeout_s: float, verifier: VerifierSpec) -> Limits:
+    # reward.sh, then check.py again for the sub-scores, then the judge if there is one
+    extra = 180.0 if verifier.type != "clawgym" else 0.0
+    return Limits(verifier_timeout_s=2 * timeout_s + 30 + extra)
+
+
+def _apply_clawsdk_extras(data: dict[str, Any], extras: Any, where: str, task_id: str) -> None:
+    """Fields only clawsdk writes (under the `clawsdk` key) so native -> ClawGym -> native loses nothing."""
+    if extras is None:
+        return
+    if not isinstance(extras, dict):
+        raise TaskFormatError(where, "must be a mapping of task fields", field="clawsdk", task_id=task_id)
+    for key in ("difficulty", "tags", "tools", "solution", "limits", "verifier", "category", "tool_policy",
+                "tool_config"):
+        if key in extras:
+            data[key] = extras[key]
+    if isinstance(extras.get("metadata"), dict):
+        data["metadata"] = {**extras["metadata"], **data.get("metadata", {})}
+
+
+def load_folder_task(folder: Path) -> Task:
+    """One ClawGym task folder, or TaskFormatError naming the file and field at fault."""
+    entry_path = folder / ENTRY_FILE
+    try:
+        raw = json.loads(entry_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TaskFormatError(str(entry_path), f"missing; a ClawGym task folder needs {ENTRY_FILE}") from None
+    except UnicodeDecodeError as e:
+        raise TaskFormatError(str(entry_path), f"not UTF-8 text: {e}") from None
+    except json.JSONDecodeError as e:
+        raise TaskFormatError(str(entry_path), f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
+                              task_id=folder.name) from None
+    if not isinstance(raw, dict):
+        raise TaskFormatError(str(entry_path), f"must be a JSON object, not {type(raw).__name__}",
+                              task_id=folder.name)
+    task_id = str(raw.get("task_id") or folder.name)
+    query = raw.get("user_query")
+    if not isinstance(query, str) or not query.strip():
+        what = "is required but missing" if query is None else "must be non-empty text"
+        raise TaskFormatError(str(entry_path), f"{what}: the instruction given to the agent",
+                              field="user_query", task_id=task_id)
+    meta = raw.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise TaskFormatError(str(entry_path), "must be a JSON object", field="metadata", task_id=task_id)
+    mount = raw.get("input_mount_dir") or MOUNT_DIR
+    if not isinstance(mount, str) or not mount.startswith("/"):
+        raise TaskFormatError(str(entry_path), f"must be an absolute path, got {mount!r}",
+                              field="input_mount_dir", task_id=task_id)
+    try:
+        workspace = _folder_files(folder / INPUT_DIR) if (folder / INPUT_DIR).is_dir() else []
+        hidden = _folder_files(folder / REWARD_DIR, f"{REWARD_DIR}/") if (folder / REWARD_DIR).is_dir() else []
+    except TaskFormatError as e:
+        e.task_id = task_id
+        raise
+    except (OSError, ValueError) as e:
+        raise TaskFormatError(str(folder), f"cannot read the task files: {e}", task_id=task_id) from None
+    # reward.sh is run with bash: its mode bit carries nothing (and a jsonl line cannot hold it)
+    hidden = [f.model_copy(update={"executable": True}) if f.path == f"{REWARD_DIR}/reward.sh" else f
+              for f in hidden]
+    has_reward = any(f.path == f"{REWARD_DIR}/reward.sh" for f in hidden)
+    try:
+        rules, rubric = rules_of(meta.get("rule", meta.get("rules")))
+        verifier = build_verifier(grading_type=meta.get("grading_type"), has_reward=has_reward, rules=rules,
+                                  rubric=rubric, mount_dir=mount.rstrip("/") or "/", timeout_s=DEFAULT_TIMEOUT_S)
+    except ValueError as e:
+        field = "metadata.rule" if "must be a rule" in str(e) else "metadata.grading_type"
+        raise TaskFormatError(str(entry_path), str(e), field=field, task_id=task_id) from None
+    data: dict[str, Any] = {
+        "id": task_id,
+        "instruction": query,
+        "category": _clean_category(meta.get("category")),
+        "workspace": workspace,
+        "hidden": hidden,
+        "verifier": verifier,
+        "limits": _limits(DEFAULT_TIMEOUT_S, verifier),
+        "metadata": {"clawgym": {k: v for k, v in raw.items() if k not in ("user_query", "clawsdk")}},
+        "provenance": {"source": "clawgym", "path": str(folder)},
+    }
+    _apply_clawsdk_extras(data, raw.get("clawsdk"), str(entry_path), task_id)
+    return validated_task(data, str(entry_path), task_id)
+
+
+def validated_task(data: dict[str, Any], where: str, task_id: str) -> Task:
+    from clawsdk.tasks.native import _check_verifier, validation_message
+
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as e:
+        field, msg = validation_message(e)
+        raise TaskFormatError(where, msg, field=field, task_id=task_id) from None
+    _check_verifier(task, Path(where))
+    return task
+
+
+def _jsonl_file(item: Any, i: int, mount: str) -> File:
+    if not isinstance(item, dict):
+        raise ValueError(f"input_files[{i}] must be an object {{file_path, content}}")
+    path = item.get("file_path") or item.get("path")
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"input_files[{i}].file_path is required")
+    if path.startswith(mount + "/"):
+        path = path[len(mount) + 1:]
+    content = item.get("content", "")
+    if item.get("encoding") == "base64":
+        return File(path=path, b64=str(content))
+    if not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, indent=2)
+    return File(path=path, text=content)
+
+
+def load_jsonl_record(raw: Any, where: str, default_id: str) -> Task:
+    """One line of a syn_task.jsonl."""
+    if not isinstance(raw, dict):
+        raise TaskFormatError(where, f"must be a JSON object, not {type(raw).__name__}", task_id=default_id)
+    task_id = str(raw.get("task_id") or raw.get("id") or default_id)
+    prompt = raw.get("prompt", raw.get("user_query"))
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise TaskFormatError(where, "is required but missing: the instruction given to the agent",
+                              field="prompt", task_id=task_id)
+    mount = raw.get("input_mount_dir") or MOUNT_DIR
+    try:
+        workspace = [_jsonl_file(f, i, mount) for i, f in enumerate(raw.get("input_files") or [])]
+    except (ValueError, ValidationError) as e:
+        msg = validation_message_of(e)
+        raise TaskFormatError(where, msg, field="input_files", task_id=task_id) from None
+    hook = raw.get("hook_code")
+    hidden: list[File] = []
+    if hook is not None:
+        if not isinstance(hook, str) or not hook.strip():
+            raise TaskFormatError(where, "must be the check.py source text", field="hook_code", task_id=task_id)
+        if "__main__" not in hook and re.search(r"^def grade\(", hook, re.M):
+            hook = hook.rstrip("\n") + "\n" + _GRADE_MAIN
+        reward_sh = raw.get("reward_sh") or REWARD_SH
+        hidden = [File(path=f"{REWARD_DIR}/check.py", text=hook),
+                  File(path=f"{REWARD_DIR}/reward.sh", text=reward_sh, executable=True)]
+    try:
+        rules, rubric = rules_of(raw.get("rules", raw.get("rule")))
+        verifier = build_verifier(grading_type=raw.get("grading_type"), has_reward=bool(hidden), rules=rules,
+                                  rubric=rubric, mount_dir=mount, timeout_s=DEFAULT_TIMEOUT_S)
+    except ValueError as e:
+        field = "rules" if "must be a rule" in str(e) else ("hook_code" if "reward.sh" in str(e) else "grading_type")
+        if field == "hook_code":
+            e = ValueError("is missing: the task has no verifier code (and no rubric to judge by)")
+        raise TaskFormatError(where, str(e), field=field, task_id=task_id) from None
+    category = raw.get("macro_category") or raw.get("category")
+    keep = {k: v for k, v in raw.items() if k not in ("prompt", "hook_code", "input_files", "clawsdk", "reward_sh")}
+    data: dict[str, Any] = {
+        "id": task_id,
+        "instruction": prompt,
+        "category": _clean_category(category),
+        "tags": [t for t in (_clean_category(raw.get("category")),) if t and t != _clean_category(category)],
+        "workspace": workspace,
+        "hidden": hidden,
+        "verifier": verifier,
+        "limits": _limits(DEFAULT_TIMEOUT_S, verifier),
+        "metadata": {"clawgym_jsonl": keep},
+        "provenance": {"source": "clawgym-jsonl", "path": where,
+                       **({"origin_template": raw["origin_template"]} if raw.get("origin_template") else {})},
+    }
+    _apply_clawsdk_extras(data, raw.get("clawsdk"), where, task_id)
+    return validated_task(data, where, task_id)
+
+
+def validation_message_of(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        err = e.errors()[0]
+        return str(err.get("msg"))
+    return str(e)
+
+
+def find_task_folders(root: Path) -> list[Path]:
+    if (root / ENTRY_FILE).is_file():
+        return [root]
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if ENTRY_FILE in filenames:
+            found.append(Path(dirpath))
+            dirnames[:] = []
+        else:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    return found
+
+
+class ClawGymSource:
+    """ClawGym task folders (data_entry.json) under a path, or a syn_task.jsonl file."""
+
+    def detect(self, path: Path) -> bool:
+        if path.is_file():
+            return path.suffix == ".jsonl" and _looks_like_syn_task(path)
+        return path.is_dir() and bool(find_task_folders(path))
+
+    def load(self, path: Path) -> Iterator[Task | TaskFormatError]:
+        if path.is_file():
+            yield from ClawGymJsonlSource().load(path)
+            return
+        if not path.is_dir():
+            yield TaskFormatError(str(path), "no such folder; a ClawGym source is a task folder, a folder of "
+                                             "them, or a syn_task.jsonl file")
+            return
+        folders = find_task_folders(path)
+        if not folders:
+            yield TaskFormatError(str(path), f"no ClawGym task here (no {ENTRY_FILE} found)")
+        for folder in folders:
+            try:
+                yield load_folder_task(folder)
+            except TaskFormatError as e:
+                yield e
+
+
+def _looks_like_syn_task(path: Path) -> bool:
+    try:
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    first = json.loads(line)
+                    return isinstance(first, dict) and "prompt" in first and (
+                        "hook_code" in first or "rule" in first or "rules" in first)
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+class ClawGymJsonlSource:
+    """ClawGym's syn_task.jsonl: one task per line."""
+
+    def detect(self, path: Path) -> bool:
+        return path.is_file() and path.suffix == ".jsonl" and _looks_like_syn_task(path)
+
+    def load(self, path: Path) -> Iterator[Task | TaskFormatError]:
+        if not path.is_file():
+            yield TaskFormatError(str(path), "no such file; a clawgym-jsonl source is a .jsonl file")
+            return
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                where = f"{path}:{n}"
+                default_id = f"{path.stem}_{n:05d}"
+                try:
+                    raw = json.loads(line)
+                except json.JSONDecodeError as e:
+                    yield TaskFormatError(where, f"invalid JSON at column {e.colno}: {e.msg}", task_id=default_id)
+                    continue
+                try:
+                    yield load_jsonl_record(raw, where, default_id)
+                except TaskFormatError as e:
+                    yield e
+
+
+# ---- the reward verifier ------------------------------------------------------------------
+
+
+class ClawGymSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = "clawgym"
+    script: str = f"{REWARD_DIR}/reward.sh"
+    check: str | None = f"{REWARD_DIR}/check.py"
+    mount_dir: str = MOUNT_DIR
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0)
+    subscores: bool = True
+    pass_threshold: float = Field(1.0, ge=0, le=1)
+    untouched_score_max: float | None = Field(None, ge=0, le=1)
+    checks: list = Field(default_factory=list)
+
+
+def parse_score(stdout: str) -> tuple[float | None, str]:
+    """(score, why) from reward.sh's stdout: its last line must be a float in [0, 1]."""
+    lines = [ln.strip() for ln in stdout.strip().splitlines() if ln.strip()]
+    if not lines:
+        return None, "reward.sh printed nothing on stdout"
+    last = lines[-1]
+    try:
+        value = float(last)
+    except ValueError:
+        return None, f"the last line of reward.sh's output is not a number: {last[:200]!r}"
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        return None, f"reward.sh printed {value!r}, outside [0, 1]"
+    return value, f"reward.sh printed {last}"
+
+
+def subscores_of(stdout: str) -> tuple[list[SubScore], str]:
+    """check.py's JSON dict as sub-scores (booleans count as 0/1); a note when it cannot be read."""
+    text = stdout.strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        start = text.find("{")
+        try:
+            data = json.loads(text[start:]) if start >= 0 else None
+        except json.JSONDecodeError:
+            data = None
+    if not isinstance(data, dict):
+        return [], f"check.py did not print a JSON object ({text[-200:]!r})"
+    subs, notes = [], []
+    for key, value in data.items():
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            notes.append(f"{key}={value!r} is not a number")
+            continue
+        if math.isnan(score) or not 0 <= score <= 1:
+            notes.append(f"{key}={score} clipped to [0, 1]")
+            score = 0.0 if math.isnan(score) else min(max(score, 0.0), 1.0)
+        subs.append(SubScore(name=str(key)[:200], score=score, detail=f"check.py: {value!r}"[:200]))
+    return subs, "; ".join(notes)
+
+
+def _rewrite(data: bytes, mount: str, workspace: str) -> bytes:
+    if mount == workspace:
+        return data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    # the mount path itself or followed by '/', never a longer name that starts with it
+    pattern = re.escape(mount) + r"(?![\w.\-])"
+    return re.sub(pattern, lambda _m: workspace, text).encode("utf-8")
+
+
+class ClawGymVerifier(Verifier):
+    """Runs reward/reward.sh in the sandbox; the score is its last stdout line."""
+
+    name = "clawgym"
+
+    def __init__(self, spec: VerifierSpec):
+        try:
+            self.spec = ClawGymSpec.model_validate(spec.model_dump())
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        self.reward_dir = self.spec.script.rsplit("/", 1)[0] if "/" in self.spec.script else ""
+
+    async def verify(self, ctx: VerifyContext) -> Verdict:
+        spec, sandbox = self.spec, ctx.sandbox
+        prefix = self.reward_dir + "/" if self.reward_dir else ""
+        files = [f for f in ctx.task.hidden if f.path.startswith(prefix)]
+        if not any(f.path == spec.script for f in files):
+            raise VerifierError(f"task {ctx.task.id}: {spec.script} is not among its hidden files")
+        ws = sandbox.workspace_path.rstrip("/")
+        mount = spec.mount_dir.rstrip("/")
+        written = []
+        started = time.perf_counter()
+        try:
+            for f in files:
+                # where the authors' harness puts reward/: inside the workspace
+                await sandbox.write(f.path, _rewrite(f.data, mount, ws), executable=f.executable)
+                written.append(f.path)
+            result = await sandbox.exec(["bash", spec.script], timeout=spec.timeout_s)
+            await ctx.recorder.record(
+                "sandbox_exec",
+                {"command": f"bash {spec.script}", "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
+                 "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
+                duration_ms=result.duration_s * 1000,
+            )
+            if result.timed_out:
+                raise VerifierTimeout(f"{spec.script} did not finish within {spec.timeout_s:g} s "
+                                      f"(task {ctx.task.id}); set verifier.timeout_s to allow longer")
+            if result.exit_code != 0:
+                err = (result.stderr.strip().splitlines() or [""])[-1][:300]
+                score, why = None, f"reward.sh exited with code {result.exit_code}" + (f": {err}" if err else "")
+            else:
+                score, why = parse_score(result.stdout)
+            subs: list[SubScore] = []
+            note = ""
+            check_file = spec.check if spec.check and any(f.path == spec.check for f in files) else None
+            # sub-scores explain a score; when reward.sh gave none they would only contradict the 0
+            if spec.subscores and check_file and score is not None:
+                left = max(spec.timeout_s - (time.perf_counter() - started), 5.0)
+                sub = await sandbox.exec(["python3", check_file, ws], timeout=left)
+                if sub.timed_out:
+                    note = f"check.py timed out after {left:.0f} s; no sub-scores"
+                else:
+                    subs, note = subscores_of(sub.stdout)
+        finally:
+            if written:
+                await self._remove(sandbox, written)
+        final = 0.0 if score is None else score
+        reason = why if score is not None else f"scored 0: {why}"
+        await ctx.recorder.record("verifier", {"check": spec.script, "score": final, "detail": reason})
+        detail = reason + (f"; {note}" if note else "")
+        return Verdict(verifier=self.name, score=final, passed=final >= spec.pass_threshold - 1e-9,
+                       subscores=subs, detail=detail[:4000])
+
+    async def _remove(self, sandbox: Any, paths: list[str]) -> None:
+        """Take reward/ out of the workspace again (a judge or a later reader must not see it)."""
+        folders = sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p}, key=len, reverse=True)
+        cmd = "rm -f -- " + " ".join(shlex.quote(p) for p in paths)
+        if folders:
+            cmd += "; rmdir -- " + " ".join(shlex.quote(d) for d in folders) + " 2>/dev/null; true"
+        try:
+            await sandbox.exec(cmd, timeout=30)
+        except Exception:  # noqa: BLE001 - the sandbox is closed right after; scoring is done
+            pass
+
+
+def clawgym_verifier(spec: VerifierSpec) -> ClawGymVerifier:
+    return ClawGymVerifier(spec)
+
+
+@hookimpl
+def register_task_sources(register):
+    register("clawgym", ClawGymSource())
+    register("clawgym-jsonl", ClawGymJsonlSource())
+
+
+@hookimpl
+def register_verifiers(register):
+    register("clawgym", clawgym_verifier)
+
+
+@hookimpl
+def register_commands(register):
+    from clawsdk.tasks.convert import convert_command
+
+    register(convert_command)

@@ -1,0 +1,466 @@
+"""PinchBench tasks: markdown with YAML frontmatter, and the `pinchbench` grade() verifier.
+
+A task file::
+
+    ---
+    id: task_09_files
+    grading_type: automated | llm_judge | hybrid
+    timeout_seconds: 120
+    workspace_files: [{source: data.csv, dest: data.csv}, {path: notes.txt, content: "..."}]
+    grading_weights: {automated: 0.6, llm_judge: 0.4}     # hybrid only; default 0.5 / 0.5
+    ---
+    ## Prompt                 the instruction
+    ## Expected Behavior      context for the judge
+    ## Grading Criteria
+    ## Automated Checks       a ```python block defining grade(transcript, workspace_path) -> dict
+    ## LLM Judge Rubric       ### Criterion N: Name (Weight: X%) with **Score 1.0**: ... lines
+
+`workspace_files[].source` is relative to the benchmark's `assets/` folder, looked for next to
+the task file and one level up. grade() runs inside the sandbox after the agent finishes, with
+the rollout's recorded trajectory converted to OpenClaw's transcript shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
+from clawsdk.hookspecs import hookimpl
+from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+from clawsdk_plugins.clawgym import validated_task
+
+GRADE_FILE = "pinchbench/grade.py"
+DEFAULT_WEIGHTS = {"automated": 0.5, "llm_judge": 0.5}
+GRADING_TYPES = ("automated", "llm_judge", "hybrid")
+TASK_GLOB = "task_*.md"
+_MARK = "__CLAWSDK_GRADE__"
+
+# Runs inside the sandbox: loads the task's grade(), feeds it the transcript from stdin.
+RUNNER = r'''
+import json, sys, traceback
+MARK = "__CLAWSDK_GRADE__"
+path, workspace = sys.argv[1], sys.argv[2]
+try:
+    transcript = json.loads(sys.stdin.read() or "[]")
+    ns = {"__name__": "pinchbench_grade", "__file__": path}
+    with open(path, encoding="utf-8") as f:
+        exec(compile(f.read(), "grade()", "exec"), ns)
+    grade = ns.get("grade")
+    if not callable(grade):
+        out = {"error": "the Automated Checks code defines no grade() function"}
+    else:
+        out = {"result": grade(transcript, workspace)}
+except BaseException as e:
+    tb = traceback.format_exc().strip().splitlines()
+    out = {"error": "%s: %s" % (type(e).__name__, e), "traceback": "\n".join(tb[-6:])}
+sys.stdout.write("\n" + MARK + json.dumps(out, default=repr) + "\n")
+'''
+
+
+# ---- the markdown format ------------------------------------------------------------------
+
+
+def split_frontmatter(text: str) -> tuple[str | None, str]:
+    """(frontmatter YAML, body); None when the file does not start with a '---' block."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None, text
+    for i in range(1, len(lines)):
+        if lines[i].strip() == "---":
+            return "".join(lines[1:i]), "".join(lines[i + 1:])
+    return None, text
+
+
+def sections(body: str) -> dict[str, str]:
+    """The `## Heading` sections of the body (headings inside code fences do not count)."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    fence = False
+    for line in body.splitlines():
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        m = None if fence else re.match(r"^##\s+(.+?)\s*#*\s*$", line)
+        if m and not line.startswith("###"):
+            current = out.setdefault(m.group(1).strip().lower(), [])
+            continue
+        if current is not None:
+            current.append(line)
+    return {k: _trim("\n".join(v)) for k, v in out.items()}
+
+
+def _trim(text: str) -> str:
+    lines = text.strip("\n").splitlines()
+    while lines and lines[-1].strip() in ("", "---"):
+        lines.pop()
+    while lines and lines[0].strip() in ("", "---"):
+        lines.pop(0)
+    return "\n".join(lines).strip()
+
+
+def python_block(text: str) -> str | None:
+    """The first ```python fenced block of a section."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^\s*```\s*(python|py)\s*$", line):
+            body = []
+            for nxt in lines[i + 1:]:
+                if nxt.strip() == "```":
+                    return "\n".join(body) + "\n"
+                body.append(nxt)
+            return "\n".join(body) + "\n"
+    return None
+
+
+def _assets_dirs(md: Path, assets: Path | None) -> list[Path]:
+    dirs = [assets] if assets else []
+    dirs += [md.parent / "assets", md.parent.parent / "assets", md.parent]
+    return [d for d in dirs if d is not None]
+
+
+def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str) -> list[File]:
+    if raw in (None, []):
+        return []
+    if not isinstance(raw, list):
+        raise TaskFormatError(str(md), "must be a list of {source, dest} or {path, content}",
+                              field="workspace_files", task_id=task_id)
+    files = []
+    for i, item in enumerate(raw):
+        field = f"workspace_files[{i}]"
+        if not isinstance(item, dict):
+            raise TaskFormatError(str(md), "must be {source, dest} or {path, content}", field=field, task_id=task_id)
+        dest = item.get("dest") or item.get("path")
+        if not isinstance(dest, str) or not dest:
+            raise TaskFormatError(str(md), "needs 'dest' (or 'path'): where the file goes in the workspace",
+                                  field=field, task_id=task_id)
+        try:
+            if "content" in item:
+                content = item["content"]
+                text = content if isinstance(content, str) else json.dumps(content, indent=2)
+                files.append(File(path=dest, text=text))
+                continue
+            source = item.get("source")
+            if not isinstance(source, str) or not source:
+                raise TaskFormatError(str(md), "needs 'source' (a file under assets/) or 'content'",
+                                      field=field, task_id=task_id)
+            tried = []
+            for base in _assets_dirs(md, assets):
+                for rel in (source, source.removeprefix("assets/")):
+                    candidate = base / rel
+                    tried.append(str(candidate))
+                    if candidate.is_file():
+                        files.append(File.from_bytes(dest, candidate.read_bytes()))
+                        break
+                else:
+                    continue
+                break
+            else:
+                raise TaskFormatError(str(md), f"source {source!r} not found (looked at {', '.join(tried[:4])}); "
+                                      "put it in the benchmark's assets/ folder",
+                                      field=f"{field}.source", task_id=task_id)
+        except ValidationError as e:
+            raise TaskFormatError(str(md), e.errors()[0]["msg"], field=field, task_id=task_id) from None
+    return files
+
+
+def _weights(raw: Any, md: Path, task_id: str) -> dict[str, float]:
+    if raw is None:
+        return dict(DEFAULT_WEIGHTS)
+    if not isinstance(raw, dict) or not {"automated", "llm_judge"} >= set(raw):
+        raise TaskFormatError(str(md), "must be {automated: W, llm_judge: W}", field="grading_weights",
+                              task_id=task_id)
+    try:
+        w = {k: float(raw.get(k, 0.0)) for k in ("automated", "llm_judge")}
+    except (TypeError, ValueError):
+        raise TaskFormatError(str(md), "weights must be numbers", field="grading_weights", task_id=task_id) from None
+    if any(v < 0 for v in w.values()) or sum(w.values()) <= 0:
+        raise TaskFormatError(str(md), "weights must be >= 0 with a positive sum", field="grading_weights",
+                              task_id=task_id)
+    return w
+
+
+def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
+    """One PinchBench task file, or TaskFormatError naming the field at fault."""
+    try:
+        text = md.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise TaskFormatError(str(md), f"not UTF-8 text: {e}") from None
+    front, body = split_frontmatter(text)
+    if front is None:
+        raise TaskFormatError(str(md), "no YAML frontmatter: a PinchBench task starts with a '---' block "
+                                       "holding id, name, grading_type")
+    try:
+        meta = yaml.safe_load(front) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 2}: " if mark else ""
+        raise TaskFormatError(str(md), f"invalid YAML frontmatter: {where}{getattr(e, 'problem', None) or e}") from None
+    if not isinstance(meta, dict):
+        raise TaskFormatError(str(md), "the frontmatter must be a mapping of fields")
+    task_id = meta.get("id")
+    if not isinstance(task_id, (str, int)) or not str(task_id).strip():
+        raise TaskFormatError(str(md), "the frontmatter has no 'id' (every PinchBench task needs one, "
+                                       "e.g. id: task_09_files)", field="id")
+    task_id = str(task_id).strip()
+    parts = sections(body)
+    prompt = parts.get("prompt", "")
+    if not prompt:
+        raise TaskFormatError(str(md), "no '## Prompt' section (the instruction given to the agent)",
+                              field="## Prompt", task_id=task_id)
+    grading = str(meta.get("grading_type") or "automated").strip().lower()
+    if grading not in GRADING_TYPES:
+        raise TaskFormatError(str(md), f"{grading!r} is not one of {', '.join(GRADING_TYPES)}",
+                              field="grading_type", task_id=task_id)
+    code = python_block(parts.get("automated checks", ""))
+    rubric = parts.get("llm judge rubric", "")
+    if grading in ("automated", "hybrid") and not code:
+        raise TaskFormatError(str(md), f"grading_type {grading} needs a ```python grade() block under "
+                              "'## Automated Checks'", field="## Automated Checks", task_id=task_id)
+    if code is not None and not re.search(r"^def grade\s*\(", code, re.M):
+        raise TaskFormatError(str(md), "the python block defines no grade(transcript, workspace_path) function",
+                              field="## Automated Checks", task_id=task_id)
+    if grading in ("llm_judge", "hybrid") and not rubric:
+        raise TaskFormatError(str(md), f"grading_type {grading} needs a '## LLM Judge Rubric' section",
+                              field="## LLM Judge Rubric", task_id=task_id)
+    weights = _weights(meta.get("grading_weights"), md, task_id)
+    code_spec = {"type": "pinchbench", "grade_file": GRADE_FILE}
+    judge_spec = {"type": "rubric", "rubric": rubric, "include_transcript": True,
+                  "context": parts.get("expected behavior", "")}
+    if grading == "automated":
+        verifier: dict[str, Any] = code_spec
+    elif grading == "llm_judge":
+        verifier = judge_spec
+    else:
+        verifier = {"type": "hybrid", "parts": [
+            {"name": "automated", "weight": weights["automated"], "verifier": code_spec},
+            {"name": "llm_judge", "weight": weights["llm_judge"], "verifier": judge_spec}]}
+    timeout = meta.get("timeout_seconds")
+    limits: dict[str, Any] = {}
+    if timeout is not None:
+        try:
+            limits["timeout_s"] = float(timeout)
+        except (TypeError, ValueError):
+            raise TaskFormatError(str(md), f"must be a number of seconds, got {timeout!r}",
+                                  field="timeout_seconds", task_id=task_id) from None
+    if grading != "automated":
+        limits["verifier_timeout_s"] = 300.0
+    data = {
+        "id": task_id,
+        "instruction": prompt,
+        "category": str(meta["category"]) if meta.get("category") else None,
+        "workspace": _workspace_files(meta.get("workspace_files"), md, assets, task_id),
+        "hidden": [File(path=GRADE_FILE, text=code)] if code else [],
+        "verifier": VerifierSpec.model_validate(verifier),
+        "limits": Limits.model_validate(limits),
+        "metadata": {"pinchbench": {"name": meta.get("name"), "grading_type": grading,
+                                    "grading_weights": weights,
+                                    "expected_behavior": parts.get("expected behavior", ""),
+                                    "grading_criteria": parts.get("grading criteria", "")}},
+        "provenance": {"source": "pinchbench", "path": str(md)},
+    }
+    return validated_task(data, str(md), task_id)
+
+
+def _looks_like_task(md: Path) -> bool:
+    try:
+        head = md.read_text(encoding="utf-8", errors="replace")[:4000]
+    except OSError:
+        return False
+    front, _ = split_frontmatter(head)
+    return front is not None and re.search(r"^id\s*:", front, re.M) is not None
+
+
+class PinchBenchSource:
+    """A PinchBench task file, or a folder of them (`task_*.md`, like PinchBench's tasks/ folder)."""
+
+    def __init__(self, assets: Path | None = None):
+        self.assets = assets
+
+    def detect(self, path: Path) -> bool:
+        if path.is_file():
+            return path.suffix == ".md" and _looks_like_task(path)
+        return path.is_dir() and any(_looks_like_task(p) for p in sorted(path.glob(TASK_GLOB))[:5])
+
+    def load(self, path: Path) -> Iterator[Task | TaskFormatError]:
+        if path.is_file():
+            files = [path]
+        elif path.is_dir():
+            files = sorted(path.glob(TASK_GLOB))
+            if not files:
+                yield TaskFormatError(str(path), f"no PinchBench task files ({TASK_GLOB}) in this folder")
+        else:
+            yield TaskFormatError(str(path), "no such file or folder")
+            return
+        for md in files:
+            try:
+                yield load_markdown_task(md, self.assets)
+            except TaskFormatError as e:
+                yield e
+
+
+# ---- our trajectory as OpenClaw's transcript -----------------------------------------------
+
+
+def _message(role: str, content: list[dict], **extra: Any) -> dict:
+    return {"type": "message", "message": {"role": role, "content": content, **extra}}
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw if raw is not None else {}
+
+
+def to_transcript(events: list[dict] | None, instruction: str | None = None) -> list[dict]:
+    """The rollout's recorded events in the shape PinchBench's grade() reads.
+
+    Entries are {"type": "message", "message": {"role": "user" | "assistant" | "toolResult",
+    "content": [...]}}; assistant content holds {"type": "text"} and {"type": "toolCall", "id",
+    "name", "arguments"} items. A tool call made without a model (a scripted agent, the oracle)
+    becomes an assistant message of its own.
+    """
+    out: list[dict] = []
+    if instruction:
+        out.append(_message("user", [{"type": "text", "text": instruction}]))
+    pending: list[tuple[str, str]] = []  # (id, name) announced by the last model response
+    awaiting: list[tuple[str, str]] = []  # calls made, waiting for their result
+    for i, e in enumerate(events or []):
+        kind, p = e.get("kind"), e.get("payload") or {}
+        if kind == "model_response":
+            msg = p.get("message") or {}
+            content: list[dict] = []
+            if msg.get("content"):
+                content.append({"type": "text", "text": str(msg["content"])})
+            pending = []
+            for j, call in enumerate(msg.get("tool_calls") or []):
+                fn = call.get("function", call)
+                cid = str(call.get("id") or f"call_{i}_{j}")
+                name = str(fn.get("name", ""))
+                content.append({"type": "toolCall", "id": cid, "name": name,
+                                "arguments": _arguments(fn.get("arguments"))})
+                pending.append((cid, name))
+            if content:
+                out.append(_message("assistant", content))
+        elif kind == "tool_call":
+            name = str(p.get("tool", ""))
+            if pending and pending[0][1] == name:
+                awaiting.append(pending.pop(0))
+            else:
+                cid = f"call_{e.get('seq', i)}"
+                out.append(_message("assistant", [{"type": "toolCall", "id": cid, "name": name,
+                                                   "arguments": p.get("args") or {}}]))
+                awaiting.append((cid, name))
+        elif kind == "tool_result":
+            name = str(p.get("tool", ""))
+            match = next((k for k, (_, n) in enumerate(awaiting) if n == name), None)
+            cid = awaiting.pop(match)[0] if match is not None else f"call_{e.get('seq', i)}"
+            out.append(_message("toolResult", [{"type": "text", "text": str(p.get("content", ""))}],
+                                toolCallId=cid, toolName=name, isError=bool(p.get("is_error"))))
+    return out
+
+
+# ---- the grade() verifier -----------------------------------------------------------------
+
+
+class PinchBenchSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = "pinchbench"
+    grade_file: str = GRADE_FILE
+    timeout_s: float = Field(60.0, gt=0)
+    pass_threshold: float = Field(1.0, ge=0, le=1)
+    untouched_score_max: float | None = Field(None, ge=0, le=1)
+    checks: list = Field(default_factory=list)
+
+
+def parse_grade_output(stdout: str, task_id: str) -> dict[str, Any]:
+    line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(_MARK)), None)
+    if line is None:
+        raise VerifierError(f"task {task_id}: grade() runner printed no result (output: {stdout[-300:]!r})")
+    out = json.loads(line[len(_MARK):])
+    if "error" in out:
+        tb = out.get("traceback", "")
+        raise VerifierError(f"task {task_id}: grade() raised {out['error']}" + (f"\n{tb}" if tb else ""))
+    return out
+
+
+def scores_of(result: Any, task_id: str) -> list[SubScore]:
+    if not isinstance(result, dict):
+        raise VerifierError(f"task {task_id}: grade() must return a dict of criterion -> score, "
+                            f"got {type(result).__name__}: {str(result)[:200]}")
+    if not result:
+        raise VerifierError(f"task {task_id}: grade() returned an empty dict; nothing to score")
+    subs = []
+    for key, value in result.items():
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            raise VerifierError(f"task {task_id}: grade() gave {key!r} the value {value!r}, not a number") from None
+        if math.isnan(score):
+            raise VerifierError(f"task {task_id}: grade() gave {key!r} NaN")
+        detail = f"grade(): {value!r}"
+        if not 0 <= score <= 1:
+            detail += " (clipped to [0, 1])"
+            score = min(max(score, 0.0), 1.0)
+        subs.append(SubScore(name=str(key)[:200], score=score, detail=detail[:200]))
+    return subs
+
+
+class PinchBenchVerifier(Verifier):
+    """Runs the task's grade(transcript, workspace_path) in the sandbox; the score is the mean."""
+
+    name = "pinchbench"
+
+    def __init__(self, spec: VerifierSpec):
+        try:
+            self.spec = PinchBenchSpec.model_validate(spec.model_dump())
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+    async def verify(self, ctx: VerifyContext) -> Verdict:
+        task, spec = ctx.task, self.spec
+        if not any(f.path == spec.grade_file for f in task.hidden) or not ctx.hidden_path:
+            raise VerifierError(f"task {task.id}: {spec.grade_file} is not among its hidden files")
+        grade_path = f"{ctx.hidden_path.rstrip('/')}/{spec.grade_file}"
+        transcript = to_transcript(ctx.transcript, task.instruction)
+        result = await ctx.sandbox.exec(
+            ["python3", "-c", RUNNER, grade_path, ctx.sandbox.workspace_path],
+            timeout=spec.timeout_s, stdin=json.dumps(transcript, default=str).encode("utf-8"),
+        )
+        await ctx.recorder.record(
+            "sandbox_exec",
+            {"command": "grade(transcript, workspace_path)", "exit_code": result.exit_code,
+             "stdout": result.stdout[-4000:], "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
+            duration_ms=result.duration_s * 1000,
+        )
+        if result.timed_out:
+            raise VerifierTimeout(f"task {task.id}: grade() did not finish within {spec.timeout_s:g} s")
+        out = parse_grade_output(result.stdout + ("\n" + result.stderr if not result.stdout else ""), task.id)
+        subs = scores_of(out.get("result"), task.id)
+        for s in subs:
+            await ctx.recorder.record("verifier", {"check": s.name, "score": s.score, "detail": s.detail})
+        verdict = Verdict.aggregate(self.name, subs, spec.pass_threshold,
+                                    detail=f"mean of {len(subs)} grade() criteria")
+        return verdict
+
+
+@hookimpl
+def register_task_sources(register):
+    register("pinchbench", PinchBenchSource())
+
+
+@hookimpl
+def register_verifiers(register):
+    register("pinchbench", PinchBenchVerifier)

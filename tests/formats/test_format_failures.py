@@ -1,0 +1,91 @@
+"""Broken reward scripts and grade() functions: a clear message in the store and the CLI, and the run goes on."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from clawsdk import Store
+from clawsdk.cli import cli
+from clawsdk_plugins.clawgym import REWARD_SH
+
+
+def _clawgym(root, tid, reward_sh=REWARD_SH, check="import json\nprint(json.dumps({'a': 1, 'b': True}))\n",
+             entry_extra=None):
+    folder = root / "cg" / tid
+    (folder / "input_files").mkdir(parents=True)
+    (folder / "input_files" / "in.txt").write_text("x\n")
+    (folder / "reward").mkdir()
+    (folder / "reward" / "reward.sh").write_text(reward_sh)
+    (folder / "reward" / "check.py").write_text(check)
+    entry = {"task_id": tid, "user_query": f"do {tid}", "metadata": {"grading_type": "automated"}}
+    entry.update(entry_extra or {})
+    (folder / "data_entry.json").write_text(json.dumps(entry))
+
+
+def _pinch(root, tid, body):
+    folder = root / "pb"
+    folder.mkdir(exist_ok=True)
+    (folder / f"task_{tid}.md").write_text(
+        f"---\nid: {tid}\nname: x\ngrading_type: automated\ntimeout_seconds: 30\n---\n\n## Prompt\n\nDo {tid}.\n\n"
+        f"## Automated Checks\n\n```python\ndef grade(transcript, workspace_path):\n{body}\n```\n")
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_each_broken_verifier_is_named_and_the_others_still_score(tmp_path, db):
+    _clawgym(tmp_path, "good")
+    _clawgym(tmp_path, "garbage", reward_sh="#!/usr/bin/env bash\necho 'all done!'\necho banana\n")
+    _clawgym(tmp_path, "crashes", reward_sh="#!/usr/bin/env bash\necho 'check.py: No such file' >&2\nexit 3\n")
+    _clawgym(tmp_path, "silent", reward_sh="#!/usr/bin/env bash\ntrue\n")
+    _clawgym(tmp_path, "hangs", reward_sh="#!/usr/bin/env bash\nsleep 60\necho 1\n",
+             entry_extra={"clawsdk": {"verifier": {"type": "clawgym", "timeout_s": 1}}})
+    _pinch(tmp_path, "raises", "    raise KeyError('score_me')")
+    _pinch(tmp_path, "notdict", "    return [1, 2]")
+    _pinch(tmp_path, "fine", "    return {'x': 1.0, 'y': 0.0}")
+    (tmp_path / "cg" / "broken").mkdir()
+    (tmp_path / "cg" / "broken" / "data_entry.json").write_text("{oops")
+
+    r = invoke("run", f"clawgym:{tmp_path / 'cg'}", f"pinchbench:{tmp_path / 'pb'}", "--agent", "scripted",
+               "--db", db, "--run-id", "bad", "--retries", "0", "-c", "4", "--json")
+    assert r.exit_code in (0, 1), r.output
+    assert "data_entry.json: invalid JSON at line 1" in r.output  # reported, the rest ran
+    with Store(db) as store:
+        rows = {o["task_id"]: o for o in store.rollouts("bad")}
+        errs = store.task_errors("bad")
+        verdicts = {tid: store.verdict(o["id"]) for tid, o in rows.items()}
+    assert len(rows) == 8 and "invalid JSON" in errs[0]["message"]
+    assert rows["good"]["reward"] == 1.0 and rows["fine"]["reward"] == 0.5
+    # a script that runs but says nothing usable is a scored 0 with the reason kept
+    for tid, reason in [("garbage", "not a number: 'banana'"), ("crashes", "exited with code 3: check.py: No such"),
+                        ("silent", "printed nothing")]:
+        assert rows[tid]["failure_kind"] == "ok" and rows[tid]["reward"] == 0.0
+        assert reason in verdicts[tid]["detail"], verdicts[tid]["detail"]
+    assert rows["hangs"]["failure_kind"] == "verifier_timeout" and rows["hangs"]["reward"] is None
+    assert "reward/reward.sh did not finish within 1 s" in rows["hangs"]["error"]
+    assert rows["raises"]["failure_kind"] == "verifier_error"
+    assert "grade() raised KeyError: 'score_me'" in rows["raises"]["error"]
+    assert "must return a dict" in rows["notdict"]["error"]
+
+    shown = " ".join(invoke("show", rows["garbage"]["id"], "--db", db).output.split())
+    assert "scored 0: the last line of reward.sh's output is not a number: 'banana'" in shown
+    shown = " ".join(invoke("show", rows["raises"]["id"], "--db", db).output.split())
+    assert "grade() raised KeyError" in shown
+
+
+def test_validate_reports_baselines_and_a_missing_judge_clearly(tmp_path, monkeypatch):
+    monkeypatch.delenv("CLAWSDK_JUDGE", raising=False)
+    _clawgym(tmp_path, "zero", check="import json\nprint(json.dumps({'a': 0}))\n")
+    _clawgym(tmp_path, "credit", check="import json\nprint(json.dumps({'a': 1, 'b': 0}))\n")
+    entry = {"task_id": "judged", "user_query": "x",
+             "metadata": {"grading_type": "hybrid", "rule": [{"name": "r", "scores": {"0": "bad", "1": "good"}}]}}
+    _clawgym(tmp_path, "judged", entry_extra=entry)
+    r = invoke("tasks", "validate", f"clawgym:{tmp_path / 'cg'}", "--json")
+    out = {t["task_id"]: t for t in json.loads(r.output)["tasks"]}
+    assert out["zero"]["ok"] and out["zero"]["baseline_score"] == 0.0
+    assert out["credit"]["baseline_score"] == 0.5 and "untouched workspace scores 0.500" in out["credit"]["problem"]
+    assert "no judge model for the rubric: set CLAWSDK_JUDGE" in out["judged"]["problem"]
+    assert r.exit_code == 1

@@ -1,0 +1,141 @@
+"""The rubric judge (any model backend, cached in the store) and hybrid weighting with gates."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clawsdk import Store, run_sync
+from clawsdk.tasks.model import Task, VerifierSpec
+from clawsdk.verify.rubric import parse_answer, parse_rubric_text, rubric_verifier
+from clawsdk_plugins.agents import ScriptedAgent
+from tests.formats.formats_helpers import JudgeServer, use_scripted_judge
+
+RULES = [
+    {"name": "report exists", "file_path": "out/report.md",
+     "scores": {"0": "no report", "0.5": "partial", "1": "complete"}},
+    {"name": "tone", "scores": {"0": "rude", "1": "polite"}},
+]
+
+
+def _good(a=1, b=0.5):
+    return json.dumps({"scores": {"report exists": {"score": a, "reason": "it is there"},
+                                  "tone": {"score": b, "reason": "neutral"}}})
+
+
+def _task(verifier: dict, tid: str = "t-rubric", text: str = "# Report\nAll good.\n") -> tuple[Task, ScriptedAgent]:
+    task = Task.model_validate({"id": tid, "instruction": "Write out/report.md politely.", "verifier": verifier,
+                                "workspace": [{"path": "in.txt", "text": "input\n"}]})
+    return task, ScriptedAgent([{"tool": "write", "args": {"path": "out/report.md", "content": text}}])
+
+
+def test_judge_sees_task_rules_and_files_and_its_scores_are_the_verdict(db):
+    judge = use_scripted_judge(_good())
+    task, agent = _task({"type": "rubric", "rules": RULES, "judge": "scripted-judge"}, text="# Report\nUnique-1\n")
+    result = run_sync([task], agent=agent, db=db, run_id="r1", retries=0)
+    assert result.outcomes[0].reward == pytest.approx(0.75)
+    prompt = judge["calls"][0][-1]["content"]
+    assert "Write out/report.md politely." in prompt and "Unique-1" in prompt and '"report exists"' in prompt
+    assert "in.txt" not in prompt  # untouched inputs are not shown again
+    with Store(db) as store:
+        verdict = store.verdict(store.rollouts("r1")[0]["id"])
+        assert {s["name"]: (s["score"], s["detail"]) for s in verdict["subscores"]} == {
+            "report exists": (1.0, "it is there"), "tone": (0.5, "neutral")}
+        assert store.query("SELECT COUNT(*) AS n FROM judge_cache")[0]["n"] == 1
+
+    # the same workspace again, in a new process's cache: answered from the store, no model call
+    from clawsdk.verify import rubric
+
+    rubric._memory.clear()
+    judge["calls"].clear()
+    again = run_sync([task], agent=agent, db=db, run_id="r2", retries=0)
+    assert again.outcomes[0].reward == pytest.approx(0.75) and judge["calls"] == []
+
+
+def test_malformed_judge_output_is_retried_then_a_verifier_error(db):
+    judge = use_scripted_judge("Sure! The report is great.", '{"scores": {"tone": {"score": 1}}}', _good(0.25, 1))
+    task, agent = _task({"type": "rubric", "rules": RULES, "judge": "scripted-judge"}, text="Unique-2\n")
+    out = run_sync([task], agent=agent, db=db, run_id="m1", retries=0).outcomes[0]
+    assert out.reward == pytest.approx(0.625) and len(judge["calls"]) == 3
+    assert "no score for rule(s) ['report exists']" in judge["calls"][2][-1]["content"]
+
+    use_scripted_judge("```json\n{\"scores\": {\"report exists\": {\"score\": 0.3}}}\n```")
+    task, agent = _task({"type": "rubric", "rules": RULES, "judge": "scripted-judge", "retries": 1},
+                        tid="t-bad", text="Unique-3\n")
+    bad = run_sync([task], agent=agent, db=db, run_id="m2", retries=0).outcomes[0]
+    assert bad.kind.value == "verifier_error" and bad.reward is None
+    assert "gave no usable answer in 2 attempts" in bad.error and "0.3" in bad.error
+
+
+def test_bad_rubric_specs_fail_at_load_with_the_field():
+    with pytest.raises(ValueError, match="rules.0.scores"):
+        rubric_verifier(VerifierSpec.model_validate({"type": "rubric", "rules": [{"name": "a", "scores": {"0.3": "x"}}]}))
+    with pytest.raises(ValueError, match="needs 'rules'"):
+        rubric_verifier(VerifierSpec.model_validate({"type": "rubric"}))
+    rules = parse_rubric_text("### Criterion 1: Accuracy (Weight: 60%)\n**Score 1.0**: all right\n"
+                              "**Score 0.0**: wrong\n### Criterion 2: Style (Weight: 40%)\n**Score 0.5**: meh\n")
+    assert [(r.name, r.weight, sorted(r.scores)) for r in rules] == [("Accuracy", 0.6, ["0", "1"]),
+                                                                     ("Style", 0.4, ["0.5"])]
+    assert parse_answer('{"scores": [{"name": "Accuracy", "score": "0.75"}, {"name": "Style", "score": 0}]}',
+                        rules) == {"Accuracy": (0.75, ""), "Style": (0.0, "")}
+
+
+def test_openai_backend_judge_over_a_real_local_http_server(db):
+    from clawsdk.plugins import get_registry
+
+    if "openai" not in get_registry().names("models"):
+        pytest.skip("no openai model backend")
+    with JudgeServer(["not json at all", _good(0.5, 1)]) as server:
+        task, agent = _task({"type": "rubric", "rules": RULES, "judge": "openai:judge-1",
+                             "judge_options": {"base_url": server.url}}, tid="t-http", text="Unique-4\n")
+        out = run_sync([task], agent=agent, db=db, run_id="h", retries=0).outcomes[0]
+    assert out.kind.value == "ok", out.error
+    assert out.reward == pytest.approx(0.75)
+    assert [r["model"] for r in server.requests] == ["judge-1", "judge-1"]
+    assert "Unique-4" in server.requests[0]["messages"][-1]["content"]
+
+
+HYBRID_CODE = {"type": "checks", "pass_threshold": 1.0, "checks": [
+    {"type": "file_exists", "path": "out/report.md"}, {"type": "file_exists", "path": "out/missing.md"}]}
+
+
+def test_hybrid_weights_code_and_rubric(db):
+    judge = use_scripted_judge(_good(1, 1))
+    spec = {"type": "hybrid", "parts": [
+        {"name": "code", "weight": 0.7, "verifier": HYBRID_CODE},
+        {"name": "rubric", "weight": 0.3, "verifier": {"type": "rubric", "rules": RULES, "judge": "scripted-judge"}}]}
+    task, agent = _task(spec, tid="t-hy", text="Unique-5\n")
+    out = run_sync([task], agent=agent, db=db, run_id="hy", retries=0).outcomes[0]
+    assert out.reward == pytest.approx(0.7 * 0.5 + 0.3 * 1.0) and len(judge["calls"]) == 1
+    with Store(db) as store:
+        subs = {s["name"]: (s["score"], s["weight"])
+                for s in store.verdict(store.rollouts("hy")[0]["id"])["subscores"]}
+    assert subs["code"] == (0.5, 0.7) and subs["rubric"] == (1.0, 0.3)
+    assert subs["rubric/tone"] == (1.0, 0.0) and subs["code/file_exists:out/report.md"] == (1.0, 0.0)
+
+
+def test_gate_stops_the_rubric_rescuing_a_failed_code_check(db):
+    judge = use_scripted_judge(_good(1, 1))
+    spec = {"type": "hybrid", "gate": True, "parts": [
+        {"name": "code", "weight": 0.7, "verifier": HYBRID_CODE},
+        {"name": "rubric", "weight": 0.3, "verifier": {"type": "rubric", "rules": RULES, "judge": "scripted-judge"}}]}
+    task, agent = _task(spec, tid="t-gate", text="Unique-6\n")
+    out = run_sync([task], agent=agent, db=db, run_id="gate", retries=0).outcomes[0]
+    assert out.reward == pytest.approx(0.7 * 0.5) and not out.passed
+    assert judge["calls"] == []  # no judge call for a failed gate
+    with Store(db) as store:
+        verdict = store.verdict(store.rollouts("gate")[0]["id"])
+    assert "gate 'code' failed" in verdict["detail"]
+
+
+def test_bad_hybrid_specs_name_the_part():
+    from clawsdk.verify.hybrid import hybrid_verifier
+
+    with pytest.raises(ValueError, match=r"parts\[1\] \(rubric\)"):
+        hybrid_verifier(VerifierSpec.model_validate({"type": "hybrid", "parts": [
+            {"name": "code", "weight": 1, "verifier": HYBRID_CODE},
+            {"name": "rubric", "weight": 1, "verifier": {"type": "rubric"}}]}))
+    with pytest.raises(ValueError, match="no verifier named 'nope'"):
+        hybrid_verifier(VerifierSpec.model_validate({"type": "hybrid", "parts": [
+            {"weight": 1, "verifier": {"type": "nope"}}]}))
