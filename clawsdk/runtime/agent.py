@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from clawsdk.mcp.session import ToolSession
     from clawsdk.runtime.recorder import Recorder
+    from clawsdk.sandbox.base import Sandbox
     from clawsdk.tasks.model import Task
 
 
@@ -20,6 +21,8 @@ class AgentContext:
     task: Task
     tools: ToolSession
     recorder: Recorder
+    #: the rollout's sandbox, for agents that run a program in it (the harness agent)
+    sandbox: Sandbox | None = None
 
     @property
     def instruction(self) -> str:

@@ -1,0 +1,303 @@
+"""A recording OpenAI-compatible proxy: black-box agents' model calls, recorded like the built-in agent's.
+
+POST /v1/chat/completions is forwarded to the upstream (a vLLM server, llama.cpp, a hosted API)
+and both sides are recorded to a rollout: `model_request` (messages, tools, parameters) and
+`model_response` (the assistant message with its tool_calls, usage, finish reason, and token ids
+and logprobs when the upstream returns them). Streaming answers pass through chunk by chunk and
+are recorded once assembled. GET /v1/models is passed through.
+
+Each client authenticates with a bearer token; the token picks the rollout (Recorder) its calls
+are recorded to, so one proxy can serve many concurrent rollouts. The proxy binds loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+if TYPE_CHECKING:
+    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+RECORDED_PARAMS = ("model", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "n",
+                   "tool_choice", "parallel_tool_calls", "response_format", "logprobs", "top_logprobs", "stream")
+
+
+def _merge_delta(acc: dict[str, Any], delta: dict[str, Any]) -> None:
+    """Fold one streamed delta into the assembled assistant message."""
+    if delta.get("role"):
+        acc["role"] = delta["role"]
+    for key in ("content", "reasoning_content", "reasoning"):
+        if delta.get(key):
+            acc[key] = (acc.get(key) or "") + delta[key]
+    for tc in delta.get("tool_calls") or []:
+        calls = acc.setdefault("tool_calls", [])
+        idx = tc.get("index", len(calls))
+        while len(calls) <= idx:
+            calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+        slot = calls[idx]
+        if tc.get("id"):
+            slot["id"] = tc["id"]
+        fn = tc.get("function") or {}
+        if fn.get("name"):
+            slot["function"]["name"] += fn["name"]
+        if fn.get("arguments"):
+            slot["function"]["arguments"] += fn["arguments"]
+
+
+def response_record(body: dict[str, Any]) -> dict[str, Any]:
+    """The model_response payload of a (non-streamed) chat completion."""
+    choice = (body.get("choices") or [{}])[0]
+    out: dict[str, Any] = {"message": choice.get("message"), "finish_reason": choice.get("finish_reason"),
+                           "usage": body.get("usage"), "model": body.get("model"), "id": body.get("id")}
+    for key in ("logprobs", "token_ids"):
+        if choice.get(key) is not None:
+            out["completion_token_ids" if key == "token_ids" else key] = choice[key]
+    if body.get("prompt_token_ids") is not None:
+        out["prompt_token_ids"] = body["prompt_token_ids"]
+    if len(body.get("choices") or []) > 1:
+        out["choices"] = body["choices"]
+    return out
+
+
+class ModelProxy:
+    """The proxy's ASGI app and its token -> recorder table."""
+
+    def __init__(self, upstream: str, upstream_key: str | None = None, *, timeout_s: float = 600.0):
+        self.upstream = upstream.rstrip("/")
+        self.upstream_key = upstream_key
+        self.timeout_s = timeout_s
+        self.routes: dict[str, Recorder] = {}
+        self.n_requests = 0
+        self.n_upstream_errors = 0  # answers the upstream failed to give (5xx, unreachable)
+
+    def register(self, recorder: Recorder, token: str | None = None) -> str:
+        """A token whose calls are recorded to `recorder`."""
+        token = token or secrets.token_urlsafe(24)
+        self.routes[token] = recorder
+        return token
+
+    def unregister(self, token: str) -> None:
+        self.routes.pop(token, None)
+
+    def _recorder(self, scope: dict) -> Recorder | None:
+        got = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+        token = got[7:] if got.lower().startswith("bearer ") else ""
+        for known, rec in self.routes.items():
+            if hmac.compare_digest(token.encode(), known.encode()):
+                return rec
+        return None
+
+    def _upstream_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        if self.upstream_key:
+            headers["authorization"] = f"Bearer {self.upstream_key}"
+        return headers
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        path = scope["path"].rstrip("/")
+        recorder = self._recorder(scope)
+        if recorder is None:
+            return await _json(send, 401, {"error": {"message": "missing or unknown API key for the clawsdk proxy",
+                                                     "type": "invalid_request_error"}})
+        if scope["method"] == "GET" and path.endswith("/models"):
+            return await self._models(send)
+        if scope["method"] != "POST" or not path.endswith("/chat/completions"):
+            return await _json(send, 404, {"error": {"message": f"the clawsdk proxy serves POST /v1/chat/completions "
+                                                                 f"and GET /v1/models, not {scope['method']} {path}"}})
+        raw = b""
+        while True:
+            msg = await receive()
+            raw += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as e:
+            return await _json(send, 400, {"error": {"message": f"the request body is not JSON: {e}"}})
+        await self._chat(body, recorder, send)
+
+    async def _models(self, send: Callable) -> None:
+        import httpx2
+
+        try:
+            async with httpx2.AsyncClient(timeout=30) as client:
+                r = await client.get(f"{self.upstream}/models", headers=self._upstream_headers())
+            await _json(send, r.status_code, r.json())
+        except Exception as e:  # noqa: BLE001
+            await _json(send, 502, {"error": {"message": f"upstream {self.upstream}: {type(e).__name__}: {e}"}})
+
+    async def _chat(self, body: dict[str, Any], recorder: Recorder, send: Callable) -> None:
+        import httpx2
+
+        self.n_requests += 1
+        request = {"messages": body.get("messages"), "tools": body.get("tools"),
+                   "params": {k: body[k] for k in RECORDED_PARAMS if k in body}}
+        await recorder.record("model_request", request)
+        started = time.perf_counter()
+        stream = bool(body.get("stream"))
+        try:
+            async with httpx2.AsyncClient(timeout=self.timeout_s) as client:
+                if not stream:
+                    r = await client.post(f"{self.upstream}/chat/completions", json=body,
+                                          headers=self._upstream_headers())
+                    try:
+                        answer = r.json()
+                    except ValueError:
+                        answer = {"error": {"message": r.text[:2000]}}
+                    payload = response_record(answer) if r.status_code < 400 else {"error": answer, "status": r.status_code}
+                    self.n_upstream_errors += r.status_code >= 500
+                    await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
+                    return await _json(send, r.status_code, answer)
+                async with client.stream("POST", f"{self.upstream}/chat/completions", json=body,
+                                         headers=self._upstream_headers()) as r:
+                    await send({"type": "http.response.start", "status": r.status_code,
+                                "headers": [(b"content-type", r.headers.get("content-type", "text/event-stream").encode()),
+                                            (b"cache-control", b"no-cache")]})
+                    message: dict[str, Any] = {"role": "assistant", "content": None}
+                    meta: dict[str, Any] = {}
+                    buffer = ""
+                    async for chunk in r.aiter_text():
+                        await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
+                        buffer += chunk
+                        while "\n" in buffer:
+                            line, buffer = buffer.split("\n", 1)
+                            _fold_sse_line(line.strip(), message, meta)
+                    _fold_sse_line(buffer.strip(), message, meta)
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    payload = {"message": message, "finish_reason": meta.get("finish_reason"),
+                               "usage": meta.get("usage"), "model": meta.get("model"), "id": meta.get("id"),
+                               "streamed": True}
+                    if r.status_code >= 400:
+                        payload = {"error": meta.get("error") or buffer[:2000], "status": r.status_code}
+                    for key in ("logprobs", "completion_token_ids", "prompt_token_ids"):
+                        if meta.get(key):
+                            payload[key] = meta[key]
+                    await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
+        except httpx2.HTTPError as e:
+            msg = f"upstream {self.upstream} failed: {type(e).__name__}: {e}"
+            self.n_upstream_errors += 1
+            await recorder.record("model_response", {"error": msg, "status": 502},
+                                  duration_ms=(time.perf_counter() - started) * 1000)
+            if not stream:
+                await _json(send, 502, {"error": {"message": msg, "type": "upstream_error"}})
+
+
+def _fold_sse_line(line: str, message: dict[str, Any], meta: dict[str, Any]) -> None:
+    if not line.startswith("data:"):
+        return
+    data = line[5:].strip()
+    if not data or data == "[DONE]":
+        return
+    try:
+        event = json.loads(data)
+    except json.JSONDecodeError:
+        return
+    if "error" in event:
+        meta["error"] = event["error"]
+    for key in ("id", "model"):
+        if event.get(key):
+            meta[key] = event[key]
+    if event.get("usage"):
+        meta["usage"] = event["usage"]
+    if event.get("prompt_token_ids"):
+        meta["prompt_token_ids"] = event["prompt_token_ids"]
+    for choice in event.get("choices") or []:
+        if choice.get("index", 0) != 0:
+            continue
+        _merge_delta(message, choice.get("delta") or {})
+        if choice.get("finish_reason"):
+            meta["finish_reason"] = choice["finish_reason"]
+        lp = (choice.get("logprobs") or {}).get("content")
+        if lp:
+            meta.setdefault("logprobs", {"content": []})["content"].extend(lp)
+        if choice.get("token_ids"):
+            meta.setdefault("completion_token_ids", []).extend(choice["token_ids"])
+
+
+async def _json(send: Callable, status: int, body: Any) -> None:
+    data = json.dumps(body).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
+    """Run an ASGI app with uvicorn in a task of this task group; yields http://HOST:PORT."""
+    import uvicorn
+
+    from clawsdk.mcp.serve import bind
+
+    sock = bind(host, port)
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign] - the caller owns signals
+    async with anyio.create_task_group() as tg:
+        # the socket already listens, so clients may connect now: the kernel queues them until uvicorn accepts
+        tg.start_soon(lambda: server.serve(sockets=[sock]))
+        try:
+            yield url
+        finally:
+            server.should_exit = True
+
+
+async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port: int, token: str | None,
+                    task: Task | None, run_id: str | None, db: Path,
+                    on_ready: Callable[[str, str, str], None] | None = None) -> None:
+    """`clawsdk proxy`: record every call through this proxy as one rollout until interrupted."""
+    from clawsdk.errors import FailureKind
+    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.runtime.runner import new_run_id, rollout_id
+    from clawsdk.store.writer import StoreWriter
+    from clawsdk.tasks.model import Task
+
+    task = task or Task(id="proxy", instruction="(model calls recorded by clawsdk proxy; no task)")
+    run_id = run_id or "proxy-" + new_run_id()
+    rid = rollout_id(run_id, task.id, 0)
+    started = time.perf_counter()
+    async with StoreWriter(db) as writer:
+        await writer.put("upsert_run", run_id=run_id, status="running", agent="proxy", sandbox=None, samples=1,
+                         config={"proxy": True, "upstream": upstream})
+        await writer.put("upsert_task", task=task)
+        await writer.put("start_rollout", rollout_id=rid, run_id=run_id, task_id=task.id, task_hash=task.hash,
+                         sample=0, attempt=0, agent="proxy", model=None)
+        recorder = Recorder(writer, rid, 0)
+        proxy = ModelProxy(upstream, upstream_key)
+        tok = proxy.register(recorder, token)
+        try:
+            with anyio.open_signal_receiver(2, 15) as signals:
+                async with serving(proxy, host, port) as url:
+                    if on_ready is not None:
+                        on_ready(url + "/v1", tok, rid)
+                    async for _ in signals:
+                        break
+        finally:
+            with anyio.CancelScope(shield=True):
+                await writer.put("finish_rollout", rollout_id=rid, attempt=0, status="finished",
+                                 failure_kind=FailureKind.OK.value, scored=False, reward=None, passed=None,
+                                 error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
+                                 duration_s=time.perf_counter() - started)
+                await writer.put("set_run_status", run_id=run_id, status="finished")

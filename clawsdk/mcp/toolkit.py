@@ -1,0 +1,157 @@
+"""What every tool and skill server shares: tool errors, truncation notes, SKILL.md manifests.
+
+A skill is a folder holding a SKILL.md (AgentSkills / OpenClaw frontmatter: `name`,
+`description`, optional `metadata` with requirements) and, for clawsdk, an MCP server of
+domain tools whose `instructions` are the SKILL.md body.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from clawsdk.errors import ClawError
+
+#: AgentSkills names: lower-case letters, digits and hyphens, at most 64 characters.
+SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+DEFAULT_LIMIT = 32_000
+
+
+class SkillFormatError(ClawError):
+    """A SKILL.md that cannot be used: which file, what is wrong, what to do."""
+
+
+def tool_errors(fn: Callable) -> Callable:
+    """Turn errors a caller can fix (bad path, missing file, bad value) into tool errors the agent reads."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except ToolError:
+            raise
+        except FileNotFoundError as e:
+            raise ToolError(f"no such file: {e.filename or e}") from e
+        except IsADirectoryError as e:
+            raise ToolError(f"{e.filename or e} is a folder, not a file") from e
+        except NotADirectoryError as e:
+            raise ToolError(f"not a folder: {e.filename or e}") from e
+        except (OSError, ValueError, KeyError, LookupError, ClawError) as e:
+            raise ToolError(str(e) or type(e).__name__) from e
+
+    return wrapper
+
+
+def truncate(text: str, limit: int = DEFAULT_LIMIT, *, hint: str = "") -> str:
+    """`text` cut to `limit` characters with a note saying how much was left out, and how to see it."""
+    if len(text) <= limit:
+        return text
+    note = f"\n[output cut: showing {limit} of {len(text)} characters{'; ' + hint if hint else ''}]"
+    return text[:limit] + note
+
+
+def decode_text(data: bytes, path: str) -> str:
+    if b"\x00" in data[:8192]:
+        raise ToolError(f"{path} is a binary file ({len(data)} bytes)")
+    return data.decode("utf-8", "replace")
+
+
+# ---- SKILL.md ---------------------------------------------------------------------------
+
+
+@dataclass
+class SkillManifest:
+    """A parsed SKILL.md."""
+
+    name: str
+    description: str
+    body: str
+    path: Path | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    frontmatter: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def requires(self) -> dict[str, Any]:
+        """OpenClaw's `metadata.openclaw.requires` (bins, env, config) or a top-level `requirements`."""
+        oc = self.metadata.get("openclaw") or self.metadata.get("clawsdk") or {}
+        req = oc.get("requires") if isinstance(oc, dict) else None
+        return dict(req or self.frontmatter.get("requirements") or {})
+
+    def missing_requirements(self) -> list[str]:
+        """Binaries or Python modules the skill needs that this machine lacks."""
+        import importlib.util
+
+        missing = []
+        for b in self.requires.get("bins", []) or []:
+            if shutil.which(b) is None:
+                missing.append(f"binary {b}")
+        for m in self.requires.get("python", []) or []:
+            if importlib.util.find_spec(m) is None:
+                missing.append(f"python module {m}")
+        return missing
+
+    def instructions(self) -> str:
+        """The text an agent's system prompt gets for this skill."""
+        return f"# Skill: {self.name}\n{self.description}\n\n{self.body.strip()}\n"
+
+
+def parse_skill_md(text: str, path: str | Path | None = None) -> SkillManifest:
+    """Parse SKILL.md text; SkillFormatError says which file and field is wrong."""
+    where = str(path) if path else "SKILL.md"
+    if not text.startswith("---"):
+        raise SkillFormatError(f"{where}: no YAML frontmatter; start the file with '---', then name: and "
+                               "description:, then '---'")
+    parts = text.split("\n---", 1)
+    if len(parts) != 2:
+        raise SkillFormatError(f"{where}: the frontmatter is not closed with a '---' line")
+    head, body = parts[0][3:], parts[1].split("\n", 1)[1] if "\n" in parts[1] else ""
+    try:
+        front = yaml.safe_load(head) or {}
+    except yaml.YAMLError as e:
+        raise SkillFormatError(f"{where}: frontmatter is not valid YAML: {e}") from e
+    if not isinstance(front, dict):
+        raise SkillFormatError(f"{where}: frontmatter must be a mapping of name:, description:, ...")
+    name = front.get("name")
+    if not isinstance(name, str) or not SKILL_NAME.match(name):
+        raise SkillFormatError(f"{where}: name: {name!r} must be lower-case letters, digits and hyphens "
+                               "(at most 64), e.g. 'spreadsheets'")
+    desc = front.get("description")
+    if not isinstance(desc, str) or not desc.strip():
+        raise SkillFormatError(f"{where}: description: is missing or empty; say in one sentence what the "
+                               "skill does and when to use it")
+    meta = front.get("metadata") or {}
+    if isinstance(meta, str):  # OpenClaw allows metadata as a one-line JSON string
+        try:
+            meta = yaml.safe_load(meta) or {}
+        except yaml.YAMLError as e:
+            raise SkillFormatError(f"{where}: metadata: is not valid JSON/YAML: {e}") from e
+    if not isinstance(meta, dict):
+        raise SkillFormatError(f"{where}: metadata: must be a mapping")
+    if not body.strip():
+        raise SkillFormatError(f"{where}: the body is empty; write the instructions an agent follows")
+    return SkillManifest(name=name, description=desc.strip(), body=body, path=Path(path) if path else None,
+                         metadata=meta, frontmatter=front)
+
+
+def load_skill_md(path: str | Path) -> SkillManifest:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "SKILL.md"
+    if not p.is_file():
+        raise SkillFormatError(f"{p}: no SKILL.md here")
+    return parse_skill_md(p.read_text(encoding="utf-8"), p)
+
+
+def skill_server(manifest: SkillManifest | str | Path, **kwargs: Any) -> MCPServer:
+    """An MCP server named after the skill whose instructions are its SKILL.md; add tools with @server.tool()."""
+    m = manifest if isinstance(manifest, SkillManifest) else load_skill_md(manifest)
+    return MCPServer(m.name, instructions=m.instructions(), **kwargs)

@@ -1,0 +1,90 @@
+"""The `harness` agent: a black-box agent CLI run inside the sandbox, its model calls recorded through the proxy.
+
+As ClawGym did with OpenClaw: the CLI works the task with its own tools in the workspace; its
+model provider points at a recording proxy (clawsdk.mcp.proxy) in front of the real upstream,
+so every model request and response lands in the rollout's events. The workspace it leaves is
+scored like any agent's.
+
+The command runs with bash in the workspace and gets:
+
+    CLAWSDK_INSTRUCTION   the task's instruction (also on stdin)
+    OPENAI_BASE_URL / OPENAI_API_BASE   the proxy, e.g. http://127.0.0.1:PORT/v1
+    OPENAI_API_KEY        the proxy token for this rollout
+    OPENAI_MODEL / CLAWSDK_MODEL        the model name to ask for
+
+    clawsdk run TASKS --agent harness --agent-opt command='my-agent --task "$CLAWSDK_INSTRUCTION"' \\
+        --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from clawsdk.errors import AgentError, ModelError
+from clawsdk.hookspecs import hookimpl
+from clawsdk.runtime.agent import Agent, AgentContext
+
+TAIL = 4000
+
+
+class HarnessAgent(Agent):
+    name = "harness"
+
+    def __init__(self, command: str, base_url: str | None = None, model: str | None = None,
+                 api_key_env: str = "OPENAI_API_KEY", env: dict[str, str] | None = None,
+                 timeout_s: float | None = None, proxy_host: str = "127.0.0.1"):
+        if not command or not command.strip():
+            raise ValueError("the harness agent needs command=...: the agent CLI to run in the sandbox")
+        upstream = base_url or os.environ.get("CLAWSDK_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
+        if not upstream:
+            raise ValueError("the harness agent needs the upstream model server: --base-url URL (or OPENAI_BASE_URL)")
+        self.command = command
+        self.upstream = upstream.rstrip("/")
+        self.model = model
+        self.upstream_key = os.environ.get(api_key_env)
+        self.env = dict(env or {})
+        self.timeout_s = timeout_s
+        self.proxy_host = proxy_host
+
+    async def run(self, ctx: AgentContext) -> None:
+        from clawsdk.mcp.proxy import ModelProxy, serving
+
+        sandbox = ctx.sandbox
+        if sandbox is None:
+            raise AgentError("the harness agent needs the rollout's sandbox (AgentContext.sandbox)")
+        if sandbox.capabilities.network_isolated and self.proxy_host in ("127.0.0.1", "localhost"):
+            raise AgentError(f"sandbox {sandbox.name!r} isolates the network, so a CLI inside it cannot reach the "
+                             "proxy on this host's loopback; use a sandbox with network access for harness runs")
+        proxy = ModelProxy(self.upstream, self.upstream_key)
+        token = proxy.register(ctx.recorder)
+        async with serving(proxy, self.proxy_host) as url:
+            base = url + "/v1"
+            env = {"CLAWSDK_INSTRUCTION": ctx.instruction, "OPENAI_BASE_URL": base, "OPENAI_API_BASE": base,
+                   "OPENAI_API_KEY": token, **({"OPENAI_MODEL": self.model, "CLAWSDK_MODEL": self.model}
+                                               if self.model else {}), **self.env}
+            limit = self.timeout_s or ctx.task.limits.timeout_s
+            result = await sandbox.exec(self.command, timeout=limit, env=env, stdin=ctx.instruction.encode())
+        await ctx.recorder.record("sandbox_exec", {
+            "harness": self.command, "exit_code": result.exit_code, "timed_out": result.timed_out,
+            "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:],
+            "model_calls": proxy.n_requests}, duration_ms=result.duration_s * 1000)
+        if result.timed_out:
+            raise AgentError(f"the harness command did not finish within {limit:g} s")
+        if result.exit_code != 0 and proxy.n_upstream_errors:
+            raise ModelError(f"the harness command failed after {proxy.n_upstream_errors} failed call(s) to the "
+                             f"model server {self.upstream}: {result.stderr.strip()[-500:]}")
+        if result.exit_code != 0:
+            raise AgentError(f"the harness command exited with {result.exit_code}: {result.stderr.strip()[-500:]}")
+
+
+def _harness(**options: Any) -> HarnessAgent:
+    env = options.pop("env", None)
+    if isinstance(env, str):  # --agent-opt env=A=1,B=2
+        env = dict(pair.split("=", 1) for pair in env.split(",") if "=" in pair)
+    return HarnessAgent(env=env, **options)
+
+
+@hookimpl
+def register_agents(register):
+    register("harness", _harness)

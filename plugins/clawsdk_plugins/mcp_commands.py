@@ -1,0 +1,199 @@
+"""CLI commands for external agents and skill authors: `clawsdk serve`, `clawsdk proxy`, `clawsdk skills`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from clawsdk.hookspecs import hookimpl
+
+
+def _err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _one_task(spec: str):
+    from clawsdk.tasks.sources import load_tasks
+
+    loaded = load_tasks(spec)
+    for e in loaded.errors:
+        _err(f"skipped task: {e}")
+    if not loaded.tasks:
+        raise click.ClickException(f"no task could be read from {spec}")
+    if len(loaded.tasks) > 1:
+        ids = ", ".join(t.id for t in loaded.tasks[:10])
+        raise click.ClickException(f"{spec} holds {len(loaded.tasks)} tasks ({ids}, ...); serve one task folder")
+    return loaded.tasks[0]
+
+
+def _db(db: str | None) -> Path:
+    from clawsdk.store.store import default_db_path
+
+    return Path(db) if db else default_db_path()
+
+
+@click.command("serve")
+@click.argument("task")
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind (loopback by default).")
+@click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port (0 picks a free one).")
+@click.option("--token-env", default=None, metavar="VAR",
+              help="HTTP: take the bearer token from this environment variable instead of a fresh one.")
+@click.option("--sandbox", "-s", default="local", show_default=True, help="Sandbox plugin for each session.")
+@click.option("--sandbox-root", default=None, help="Where workspaces live.")
+@click.option("--timeout", "timeout_s", type=float, default=None,
+              help="Seconds a session may last [default: the task's limits.timeout_s].")
+@click.option("--max-rollouts", type=click.IntRange(1), default=None,
+              help="HTTP: stop after this many sessions have ended (stdio always serves one).")
+@click.option("--reveal-verdict", is_flag=True, help="Tell the agent its score when it calls finish.")
+@click.option("--run-id", default=None, help="Record the sessions under this run id [default: serve-...].")
+@click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None,
+              help="The store file [env CLAWSDK_DB; default .clawsdk/clawsdk.db].")
+def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, timeout_s, max_rollouts,
+                  reveal_verdict, run_id, db):
+    """Expose TASK's tools to an external MCP client; each client session is one recorded, scored rollout.
+
+    stdio (default): point the client at the command `clawsdk serve TASK`. HTTP: `--http` prints the
+    URL and a bearer token (once); clients send `Authorization: Bearer TOKEN`. The session ends when
+    the client calls `finish`, disconnects, or times out; then the verifier scores the workspace.
+    """
+    import anyio
+
+    from clawsdk.mcp.serve import ServeConfig, serve_http, serve_stdio
+    from clawsdk.runtime.runner import new_run_id
+    from clawsdk.sandbox.base import SandboxConfig
+
+    the_task = _one_task(task)
+    config = ServeConfig(task=the_task, db=_db(db), run_id=run_id or "serve-" + new_run_id(), sandbox=sandbox,
+                         sandbox_config=SandboxConfig(root=sandbox_root), timeout_s=timeout_s,
+                         reveal_verdict=reveal_verdict, max_rollouts=max_rollouts)
+    if sandbox == "local":
+        _err("note: the 'local' sandbox does not isolate commands; use it for trusted tasks only (see --sandbox)")
+    if not use_http:
+        _err(f"clawsdk serve: task {the_task.id} over stdio; run {config.run_id}, store {config.db}")
+        host_obj = anyio.run(serve_stdio, config)
+        for live in host_obj.finished:
+            v = live.verdict
+            _err(f"rollout {live.id}: {live.kind.value}, ended by {live.end_reason}"
+                 + (f", score {v.score:.2f}" if v else ""))
+        return
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        _err(f"warning: binding {host} exposes the task's tools beyond this machine (the token still applies)")
+    token = os.environ.get(token_env) if token_env else None
+    if token_env and not token:
+        raise click.ClickException(f"--token-env {token_env}: that environment variable is empty")
+
+    def ready(url: str, tok: str) -> None:
+        # one JSON line on stdout (scripts read it), the human version on stderr
+        click.echo(json.dumps({"url": url, "token": None if token_env else tok, "run_id": config.run_id,
+                               "task": the_task.id, "db": str(config.db)}))
+        sys.stdout.flush()
+        _err(f"clawsdk serve: task {the_task.id} at {url}")
+        if not token_env:
+            _err(f"bearer token (shown once): {tok}")
+        _err(f"recording run {config.run_id} in {config.db}; Ctrl-C to stop")
+
+    anyio.run(lambda: serve_http(config, host=host, port=port, token=token, on_ready=ready))
+
+
+@click.command("proxy")
+@click.option("--upstream", required=True, envvar="CLAWSDK_PROXY_UPSTREAM",
+              help="The OpenAI-compatible base URL to forward to, e.g. http://127.0.0.1:8000/v1.")
+@click.option("--upstream-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
+              help="Environment variable holding the upstream's API key (if it needs one).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8766, show_default=True, type=int, help="0 picks a free port.")
+@click.option("--token-env", default=None, metavar="VAR", help="Take the proxy's bearer token from this variable.")
+@click.option("--task", "task_spec", default=None, help="Record the calls as a rollout of this task.")
+@click.option("--run-id", default=None)
+@click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None)
+def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, run_id, db):
+    """A recording OpenAI-compatible proxy: POST /v1/chat/completions goes to UPSTREAM, and every request and
+    response is recorded as model_request/model_response events of one rollout in the store."""
+    import anyio
+
+    from clawsdk.mcp.proxy import run_proxy
+
+    the_task = _one_task(task_spec) if task_spec else None
+    token = os.environ.get(token_env) if token_env else None
+
+    def ready(url: str, tok: str, rid: str) -> None:
+        click.echo(json.dumps({"base_url": url, "token": None if token_env else tok, "rollout_id": rid}))
+        sys.stdout.flush()
+        _err(f"clawsdk proxy: {url} -> {upstream}; recording rollout {rid} in {_db(db)}")
+        if not token_env:
+            _err(f"api key for clients (shown once): {tok}")
+
+    anyio.run(lambda: run_proxy(upstream=upstream, upstream_key=os.environ.get(upstream_key_env), host=host,
+                                port=port, token=token, task=the_task, run_id=run_id, db=_db(db), on_ready=ready))
+
+
+@click.group("skills")
+def skills_group():
+    """List skills and check them with the conformance kit."""
+
+
+@skills_group.command("list")
+@click.option("--json", "as_json", is_flag=True)
+def skills_list(as_json):
+    """Every registered skill/tool server and where it comes from."""
+    from clawsdk.plugins import get_registry
+
+    reg = get_registry()
+    rows = []
+    for name in reg.names("skills"):
+        make = reg.tables["skills"][name]
+        folder = getattr(make, "skill_dir", None)
+        desc = ""
+        if folder:
+            from clawsdk.mcp.toolkit import SkillFormatError, load_skill_md
+
+            try:
+                desc = load_skill_md(folder).description
+            except SkillFormatError as e:
+                desc = f"(bad SKILL.md: {e})"
+        rows.append({"name": name, "plugin": reg.owners.get(("skills", name)), "folder": str(folder or ""),
+                     "description": desc})
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        click.echo(f"{r['name']:18} {r['plugin'] or '':28} {r['description'][:70]}")
+
+
+@skills_group.command("check")
+@click.argument("names_or_folders", nargs=-1)
+def skills_check(names_or_folders):
+    """Run the skill conformance kit on registered skills (all without arguments) or skill folders."""
+    import anyio
+
+    from clawsdk.plugins import get_registry
+    from clawsdk.testing.skills import check_skill
+    from clawsdk_plugins.skills import folder_skill
+
+    reg = get_registry()
+    targets = names_or_folders or tuple(reg.names("skills"))
+    failed = 0
+    for t in targets:
+        if Path(t).is_dir():
+            make, md, required = folder_skill(Path(t)), Path(t) / "SKILL.md", True
+        else:
+            make = reg.get("skills", t)
+            md = Path(make.skill_dir) / "SKILL.md" if hasattr(make, "skill_dir") else None
+            required = md is not None
+        report = anyio.run(lambda: check_skill(make, skill_md=md, require_skill_md=required))
+        click.echo(report.summary())
+        failed += not report.ok
+    if failed:
+        raise SystemExit(1)
+
+
+@hookimpl
+def register_commands(register):
+    register(serve_command)
+    register(proxy_command)
+    register(skills_group)

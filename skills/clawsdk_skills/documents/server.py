@@ -1,0 +1,236 @@
+"""The documents skill: Markdown and text, DOCX through zipfile + XML, PDF text through pypdf."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from typing import TYPE_CHECKING, Any
+from xml.etree import ElementTree as ET
+from xml.sax.saxutils import escape
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
+from clawsdk_skills._common import ext, pack_server
+
+if TYPE_CHECKING:
+    from clawsdk.sandbox.base import Sandbox
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+TEXT_EXT = (".md", ".markdown", ".txt", ".rst", ".text")
+DOC_EXT = TEXT_EXT + (".docx", ".pdf")
+MAX_FILE = 20 * 1024 * 1024
+
+
+class Heading(BaseModel):
+    level: int
+    text: str
+    line: int
+
+
+class Outline(BaseModel):
+    path: str
+    kind: str
+    headings: list[Heading]
+    lines: int
+
+
+def docx_text(data: bytes, path: str) -> str:
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            xml = z.read("word/document.xml")
+    except (zipfile.BadZipFile, KeyError) as e:
+        raise ToolError(f"{path} is not a valid DOCX file ({e})") from e
+    root = ET.fromstring(xml)
+    body = root.find(f"{W}body")
+    out: list[str] = []
+
+    def para(p: ET.Element) -> str:
+        parts = []
+        for node in p.iter():
+            if node.tag == f"{W}t":
+                parts.append(node.text or "")
+            elif node.tag == f"{W}tab":
+                parts.append("\t")
+            elif node.tag in (f"{W}br", f"{W}cr"):
+                parts.append("\n")
+        text = "".join(parts)
+        style = p.find(f"{W}pPr/{W}pStyle")
+        val = style.get(f"{W}val", "") if style is not None else ""
+        m = re.match(r"(?i)heading\s*(\d)", val)
+        level = int(m.group(1)) if m else (1 if val.lower() == "title" else 0)
+        if level and text.strip():
+            return "#" * level + " " + text
+        bullet = p.find(f"{W}pPr/{W}numPr") is not None or re.match(r"(?i)list\s*(bullet|paragraph)", val)
+        if bullet and text.strip():
+            return "- " + text
+        return text
+
+    for child in list(body) if body is not None else []:
+        if child.tag == f"{W}p":
+            out.append(para(child))
+        elif child.tag == f"{W}tbl":
+            for tr in child.iter(f"{W}tr"):
+                cells = [" ".join(para(p) for p in tc.iter(f"{W}p")).strip() for tc in tr.iter(f"{W}tc")]
+                out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def pdf_text(data: bytes, path: str) -> str:
+    try:
+        import pypdf
+    except ImportError as e:
+        raise ToolError("PDF text needs the pypdf package, which is not installed here "
+                        "(pip install pypdf)") from e
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        pages = [f"--- page {i} ---\n{(page.extract_text() or '').strip()}" for i, page in enumerate(reader.pages, 1)]
+    except Exception as e:  # noqa: BLE001 - pypdf raises many kinds on a broken file
+        raise ToolError(f"{path}: could not read the PDF ({type(e).__name__}: {e})") from e
+    return "\n".join(pages)
+
+
+async def document_text(sandbox: Sandbox, path: str) -> str:
+    data = await sandbox.read(path)
+    kind = ext(path)
+    if kind == ".docx":
+        return docx_text(data, path)
+    if kind == ".pdf":
+        return pdf_text(data, path)
+    return decode_text(data, path)
+
+
+def markdown_to_docx(markdown: str) -> bytes:
+    """A minimal, valid DOCX: headings, bullet items (as 'List Bullet' paragraphs) and paragraphs."""
+    paras = []
+    for line in markdown.splitlines():
+        m = re.match(r"^(#{1,6})\s+(.*)", line)
+        if m:
+            style, text = f"Heading{len(m.group(1))}", m.group(2)
+        elif re.match(r"^\s*[-*]\s+", line):
+            style, text = "ListBullet", re.sub(r"^\s*[-*]\s+", "", line)
+        elif not line.strip():
+            continue
+        else:
+            style, text = None, line
+        ppr = f'<w:pPr><w:pStyle w:val="{style}"/></w:pPr>' if style else ""
+        paras.append(f'<w:p>{ppr}<w:r><w:t xml:space="preserve">{escape(text)}</w:t></w:r></w:p>')
+    doc = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+           '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+           + "".join(paras) + "</w:body></w:document>")
+    styles = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+              '<w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+              + "".join(f'<w:style w:type="paragraph" w:styleId="Heading{i}"><w:name w:val="heading {i}"/>'
+                        f'<w:pPr><w:outlineLvl w:val="{i - 1}"/></w:pPr></w:style>' for i in range(1, 7))
+              + '<w:style w:type="paragraph" w:styleId="ListBullet"><w:name w:val="List Bullet"/></w:style>'
+              "</w:styles>")
+    content_types = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+                     '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+                     '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+                     '<Default Extension="xml" ContentType="application/xml"/>'
+                     '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-'
+                     'officedocument.wordprocessingml.document.main+xml"/>'
+                     '<Override PartName="/word/styles.xml" ContentType="application/vnd.openxmlformats-'
+                     'officedocument.wordprocessingml.styles+xml"/></Types>')
+    rels = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+            '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'officeDocument" Target="word/document.xml"/></Relationships>')
+    doc_rels = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+                '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+                '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+                'relationships/styles" Target="styles.xml"/></Relationships>')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", content_types)
+        z.writestr("_rels/.rels", rels)
+        z.writestr("word/document.xml", doc)
+        z.writestr("word/styles.xml", styles)
+        z.writestr("word/_rels/document.xml.rels", doc_rels)
+    return buf.getvalue()
+
+
+def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
+    srv = pack_server(__file__)
+
+    @srv.tool()
+    @tool_errors
+    async def doc_read(path: str, offset: int = 1, limit: int = 400) -> str:
+        """The text of a document (.md, .txt, .docx, .pdf): lines from `offset` (1-based), `limit` lines."""
+        lines = (await document_text(sandbox, path)).splitlines()
+        start = max(offset, 1) - 1
+        shown = lines[start:start + max(limit, 1)]
+        out = "\n".join(shown)
+        rest = len(lines) - start - len(shown)
+        if rest > 0:
+            out += f"\n[{rest} more lines; read with offset={start + len(shown) + 1}]"
+        return truncate(out, hint="read fewer lines with limit=")
+
+    @srv.tool()
+    @tool_errors
+    async def doc_outline(path: str) -> Outline:
+        """The headings of a Markdown or DOCX document, or the pages of a PDF, with their line numbers."""
+        lines = (await document_text(sandbox, path)).splitlines()
+        heads = []
+        for n, line in enumerate(lines, 1):
+            m = re.match(r"^(#{1,6})\s+(.*)", line)
+            if m:
+                heads.append(Heading(level=len(m.group(1)), text=m.group(2).strip(), line=n))
+            elif line.startswith("--- page ") and ext(path) == ".pdf":
+                heads.append(Heading(level=1, text=line.strip("- "), line=n))
+        return Outline(path=path, kind=ext(path).lstrip(".") or "text", headings=heads, lines=len(lines))
+
+    @srv.tool()
+    @tool_errors
+    async def doc_search(pattern: str, path: str = ".", ignore_case: bool = True, max_matches: int = 100) -> str:
+        """Find a regular expression in documents (md, txt, docx, pdf) under `path`; prints path:line:text."""
+        try:
+            rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        except re.error as e:
+            raise ToolError(f"invalid regular expression: {e}") from e
+        if ext(path) in DOC_EXT:
+            targets = [path]
+        else:
+            targets = [e.path for e in await sandbox.list(path, recursive=True)
+                       if not e.is_dir and ext(e.path) in DOC_EXT and e.size <= MAX_FILE]
+        hits: list[str] = []
+        skipped: list[str] = []
+        for t in targets:
+            try:
+                text = await document_text(sandbox, t)
+            except ToolError as e:
+                skipped.append(f"{t} ({e})")
+                continue
+            for n, line in enumerate(text.splitlines(), 1):
+                if rx.search(line):
+                    hits.append(f"{t}:{n}:{line[:300]}")
+                    if len(hits) >= max_matches:
+                        break
+            if len(hits) >= max_matches:
+                hits.append(f"[stopped at {max_matches} matches]")
+                break
+        out = "\n".join(hits) if hits else "(no match)"
+        if skipped:
+            out += "\n[not searched: " + "; ".join(skipped) + "]"
+        return truncate(out)
+
+    @srv.tool()
+    @tool_errors
+    async def doc_write(path: str, markdown: str) -> str:
+        """Write a document from Markdown: .md/.txt as given, .docx converted (headings, bullets, paragraphs)."""
+        kind = ext(path)
+        if kind == ".docx":
+            data = markdown_to_docx(markdown)
+        elif kind in TEXT_EXT:
+            data = markdown.encode("utf-8")
+        elif kind == ".pdf":
+            raise ToolError("this skill cannot write PDF; write .docx or .md instead")
+        else:
+            raise ToolError(f"{path}: write documents as .md, .txt or .docx")
+        await sandbox.write(path, data)
+        return f"wrote {len(data)} bytes to {path}"
+
+    return srv

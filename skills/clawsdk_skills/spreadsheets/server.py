@@ -1,0 +1,281 @@
+"""The spreadsheets skill: CSV/TSV natively, XLSX through openpyxl when it is installed."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from clawsdk.mcp.toolkit import tool_errors
+from clawsdk_skills._common import ext, pack_server
+
+if TYPE_CHECKING:
+    from clawsdk.sandbox.base import Sandbox
+
+MAX_ROWS = 500
+Cell = str | int | float | bool | None
+
+
+class SheetInfo(BaseModel):
+    name: str
+    rows: int
+    columns: int
+    header: list[Cell]
+
+
+class SheetList(BaseModel):
+    path: str
+    sheets: list[SheetInfo]
+
+
+class SheetData(BaseModel):
+    header: list[Cell]
+    rows: list[list[Cell]]
+    total_rows: int = Field(description="data rows before offset/limit")
+    note: str | None = None
+
+
+class Condition(BaseModel):
+    column: str
+    op: Literal["==", "!=", "<", "<=", ">", ">=", "contains", "startswith", "in"] = "=="
+    value: Any = None
+
+
+def _cell(v: Any) -> Cell:
+    if isinstance(v, (dt.datetime, dt.date, dt.time)):
+        return v.isoformat()
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    return str(v)
+
+
+def _openpyxl():
+    try:
+        import openpyxl
+    except ImportError as e:
+        raise ToolError("XLSX files need the openpyxl package, which is not installed here; "
+                        "use CSV, or install it with: pip install openpyxl") from e
+    return openpyxl
+
+
+def _delimiter(path: str) -> str:
+    return "\t" if ext(path) in (".tsv", ".tab") else ","
+
+
+async def load(sandbox: Sandbox, path: str) -> dict[str, list[list[Cell]]]:
+    """Every sheet of the file as rows of cells."""
+    data = await sandbox.read(path)
+    if ext(path) in (".xlsx", ".xlsm"):
+        wb = _openpyxl().load_workbook(io.BytesIO(data), data_only=True, read_only=True)
+        try:
+            return {ws.title: [[_cell(c) for c in row] for row in ws.iter_rows(values_only=True)]
+                    for ws in wb.worksheets}
+        finally:
+            wb.close()
+    if ext(path) not in (".csv", ".tsv", ".tab", ".txt"):
+        raise ToolError(f"{path}: not a spreadsheet this skill reads (CSV, TSV, XLSX)")
+    text = data.decode("utf-8-sig", "replace")
+    return {"Sheet1": [list(r) for r in csv.reader(io.StringIO(text), delimiter=_delimiter(path))]}
+
+
+def pick(sheets: dict[str, list[list[Cell]]], sheet: str | None, path: str) -> list[list[Cell]]:
+    if sheet is None:
+        return next(iter(sheets.values()), [])
+    if sheet not in sheets:
+        raise ToolError(f"{path} has no sheet {sheet!r}; sheets: {', '.join(sheets)}")
+    return sheets[sheet]
+
+
+def number(v: Any) -> float | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        s = v.strip().replace(",", "") if re.fullmatch(r"-?[\d,]+(\.\d+)?", v.strip()) else v.strip()
+        try:
+            return float(s)
+        except ValueError:
+            return None
+    return None
+
+
+def _test(cell: Cell, cond: Condition) -> bool:
+    op, want = cond.op, cond.value
+    if op == "contains":
+        return str(want).lower() in str(cell if cell is not None else "").lower()
+    if op == "startswith":
+        return str(cell if cell is not None else "").lower().startswith(str(want).lower())
+    if op == "in":
+        options = want if isinstance(want, list) else [want]
+        return any(_test(cell, Condition(column=cond.column, op="==", value=o)) for o in options)
+    a, b = number(cell), number(want)
+    if a is None or b is None:
+        a, b = ("" if cell is None else str(cell)), ("" if want is None else str(want))  # type: ignore[assignment]
+    return {"==": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]  # type: ignore[operator]
+
+
+def _col(header: list[Cell], name: str, path: str) -> int:
+    names = [str(h) if h is not None else "" for h in header]
+    if name in names:
+        return names.index(name)
+    lowered = [n.strip().lower() for n in names]
+    if name.strip().lower() in lowered:
+        return lowered.index(name.strip().lower())
+    raise ToolError(f"{path} has no column {name!r}; columns: {', '.join(names)}")
+
+
+def _aggregate(values: list[Cell], fn: str) -> Cell:
+    if fn == "count":
+        return sum(1 for v in values if v not in (None, ""))
+    nums = [n for n in (number(v) for v in values) if n is not None]
+    if not nums:
+        return None
+    result = {"sum": sum(nums), "mean": sum(nums) / len(nums), "min": min(nums), "max": max(nums)}.get(fn)
+    if result is None:
+        raise ToolError(f"unknown aggregate {fn!r}; use sum, mean, min, max or count")
+    return int(result) if float(result).is_integer() and fn != "mean" else round(result, 10)
+
+
+def _cell_ref(ref: str) -> tuple[int, int]:
+    m = re.fullmatch(r"([A-Za-z]{1,3})(\d+)", ref.strip())
+    if not m:
+        raise ToolError(f"cell {ref!r} is not in A1 notation (column letters then row number, e.g. C7)")
+    col = 0
+    for ch in m.group(1).upper():
+        col = col * 26 + ord(ch) - 64
+    return int(m.group(2)), col
+
+
+def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
+    srv = pack_server(__file__)
+
+    async def save(path: str, rows: list[list[Cell]], sheet: str | None) -> None:
+        if ext(path) in (".xlsx", ".xlsm"):
+            openpyxl = _openpyxl()
+            try:
+                wb = openpyxl.load_workbook(io.BytesIO(await sandbox.read(path)))
+            except FileNotFoundError:
+                wb = openpyxl.Workbook()
+                wb.active.title = sheet or "Sheet1"
+            name = sheet or wb.worksheets[0].title
+            if name in wb.sheetnames:
+                idx = wb.sheetnames.index(name)
+                wb.remove(wb[name])
+                ws = wb.create_sheet(name, idx)
+            else:
+                ws = wb.create_sheet(name)
+            for row in rows:
+                ws.append(list(row))
+            buf = io.BytesIO()
+            wb.save(buf)
+            await sandbox.write(path, buf.getvalue())
+            return
+        if ext(path) not in (".csv", ".tsv", ".tab", ".txt"):
+            raise ToolError(f"{path}: write spreadsheets as .csv, .tsv or .xlsx")
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter=_delimiter(path), lineterminator="\n")
+        for row in rows:
+            writer.writerow(["" if c is None else c for c in row])
+        await sandbox.write(path, buf.getvalue().encode("utf-8"))
+
+    @srv.tool()
+    @tool_errors
+    async def sheet_list(path: str) -> SheetList:
+        """The sheets of a spreadsheet file with their row and column counts and header row."""
+        sheets = await load(sandbox, path)
+        return SheetList(path=path, sheets=[
+            SheetInfo(name=n, rows=len(r), columns=max((len(x) for x in r), default=0), header=r[0] if r else [])
+            for n, r in sheets.items()])
+
+    @srv.tool()
+    @tool_errors
+    async def sheet_read(path: str, sheet: str | None = None, offset: int = 0, limit: int = 100,
+                         header: bool = True) -> SheetData:
+        """Rows of a sheet. header: the first row names the columns. offset/limit page the data rows."""
+        rows = pick(await load(sandbox, path), sheet, path)
+        head, body = (rows[0] if rows else [], rows[1:]) if header else ([], rows)
+        lim = max(1, min(limit, MAX_ROWS))
+        page = body[max(offset, 0): max(offset, 0) + lim]
+        rest = len(body) - max(offset, 0) - len(page)
+        note = f"{rest} more rows; read with offset={max(offset, 0) + len(page)}" if rest > 0 else None
+        return SheetData(header=head, rows=page, total_rows=len(body), note=note)
+
+    @srv.tool()
+    @tool_errors
+    async def sheet_query(path: str, sheet: str | None = None, where: list[Condition] | None = None,
+                          columns: list[str] | None = None, group_by: list[str] | None = None,
+                          aggregate: dict[str, Literal["sum", "mean", "min", "max", "count"]] | None = None,
+                          sort_by: list[str] | None = None, descending: bool = False,
+                          limit: int = 100) -> SheetData:
+        """Filter, group, aggregate and sort a sheet whose first row is the header."""
+        rows = pick(await load(sandbox, path), sheet, path)
+        if not rows:
+            return SheetData(header=[], rows=[], total_rows=0, note="the sheet is empty")
+        head, body = rows[0], rows[1:]
+        width = len(head)
+        body = [r + [None] * (width - len(r)) for r in body]
+        for cond in where or []:
+            i = _col(head, cond.column, path)
+            body = [r for r in body if _test(r[i], cond)]
+        if group_by or aggregate:
+            keys = [_col(head, g, path) for g in group_by or []]
+            groups: dict[tuple, list[list[Cell]]] = {}
+            for r in body:
+                groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+            out_head: list[Cell] = [head[k] for k in keys]
+            agg = list((aggregate or {}).items())
+            out_head += [f"{fn}({c})" for c, fn in agg]
+            table = []
+            for key, members in groups.items():
+                row = list(key)
+                for c, fn in agg:
+                    i = _col(head, c, path)
+                    row.append(_aggregate([m[i] for m in members], fn))
+                table.append(row)
+            head, body = out_head, table
+        elif columns:
+            idx = [_col(head, c, path) for c in columns]
+            head, body = [head[i] for i in idx], [[r[i] for i in idx] for r in body]
+        for key in reversed(sort_by or []):
+            i = _col(head, key, path)
+            body.sort(key=lambda r: (number(r[i]) is None, number(r[i]) if number(r[i]) is not None
+                                     else str(r[i] or "")), reverse=descending)
+        total = len(body)
+        lim = max(1, min(limit, MAX_ROWS))
+        note = f"showing {lim} of {total} rows; raise limit (at most {MAX_ROWS}) or filter" if total > lim else None
+        return SheetData(header=head, rows=body[:lim], total_rows=total, note=note)
+
+    @srv.tool()
+    @tool_errors
+    async def sheet_write(path: str, rows: list[list[Cell]], header: list[str] | None = None,
+                          sheet: str | None = None) -> str:
+        """Create or replace a CSV/TSV/XLSX file (for XLSX: the named sheet) with header + rows."""
+        table = ([list(header)] if header else []) + [list(r) for r in rows]
+        await save(path, table, sheet)
+        return f"wrote {len(rows)} rows{' and a header' if header else ''} to {path}" + (f" [{sheet}]" if sheet else "")
+
+    @srv.tool()
+    @tool_errors
+    async def sheet_update(path: str, cell: str, value: Cell, sheet: str | None = None) -> str:
+        """Set one cell, in A1 notation (A1 is the first cell of the header row)."""
+        row, col = _cell_ref(cell)
+        sheets = await load(sandbox, path)
+        name = sheet or next(iter(sheets), "Sheet1")
+        rows = [list(r) for r in pick(sheets, sheet, path)] if sheets else []
+        while len(rows) < row:
+            rows.append([])
+        while len(rows[row - 1]) < col:
+            rows[row - 1].append(None)
+        old = rows[row - 1][col - 1]
+        rows[row - 1][col - 1] = value
+        await save(path, rows, name if ext(path) in (".xlsx", ".xlsm") else None)
+        return f"{path}{f' [{name}]' if ext(path) in ('.xlsx', '.xlsm') else ''} {cell.upper()}: {old!r} -> {value!r}"
+
+    return srv
