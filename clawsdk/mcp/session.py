@@ -16,9 +16,9 @@ from typing import Any
 import anyio
 from mcp import Client
 
-from clawsdk.errors import AgentError
+from clawsdk.errors import AgentError, SandboxError
 from clawsdk.runtime.recorder import Recorder
-from clawsdk.tasks.model import Limits
+from clawsdk.tasks.model import Limits, ToolPolicy
 
 
 @dataclass(frozen=True)
@@ -60,20 +60,30 @@ class ToolSession:
         self.limits = limits
         self.clients: dict[str, Client] = {}
         self.specs: dict[str, ToolSpec] = {}
+        #: the rollout's sandbox: a call after which it reports a failure ends the rollout as sandbox_error
+        self.sandbox: Any = None
 
     @classmethod
     @contextlib.asynccontextmanager
     async def open(
-        cls, servers: list[tuple[str, Any]], recorder: Recorder, limits: Limits | None = None
+        cls, servers: list[tuple[str, Any]], recorder: Recorder, limits: Limits | None = None,
+        policy: ToolPolicy | None = None, sandbox: Any = None,
     ) -> AsyncIterator[ToolSession]:
-        """Connect to each (name, server) in order; a later tool whose name is taken becomes SERVER__NAME."""
+        """Connect to each (name, server) in order; a later tool whose name is taken becomes SERVER__NAME.
+
+        `policy` (the task's tool_policy) leaves out the tools it does not allow (clawsdk.mcp.policy)."""
+        from clawsdk.mcp.policy import tool_allowed
+
         session = cls(recorder, limits or Limits())
+        session.sandbox = sandbox
         async with contextlib.AsyncExitStack() as stack:
             for server_name, server in servers:
                 client = await stack.enter_async_context(Client(server))
                 session.clients[server_name] = client
                 listed = await client.list_tools()
                 for tool in listed.tools:
+                    if not tool_allowed(policy, tool.name, server_name):
+                        continue
                     name = tool.name if tool.name not in session.specs else f"{server_name}__{tool.name}"
                     session.specs[name] = ToolSpec(
                         name=name,
@@ -104,7 +114,12 @@ class ToolSession:
         else:
             # a little past the tool's own timeout, so a tool that honours it can report first
             with anyio.move_on_after(self.limits.tool_timeout_s + 5) as scope:
-                raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
+                try:
+                    raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
+                except Exception as e:  # tool errors come back as results; an exception is a broken server
+                    await self.recorder.record("error", {"kind": "sandbox_error", "message": f"{e}"})
+                    raise SandboxError(f"tool server {spec.server!r} failed during {name}: "
+                                       f"{type(e).__name__}: {e}") from e
             if scope.cancelled_caught:
                 result = ToolResult(f"tool {name!r} did not answer within {self.limits.tool_timeout_s:g} s",
                                     is_error=True)
@@ -118,4 +133,7 @@ class ToolSession:
         if result.structured is not None:
             payload["structured"] = result.structured
         await self.recorder.record("tool_result", payload, duration_ms=(time.perf_counter() - started) * 1000)
+        failure = getattr(self.sandbox, "failure", None)
+        if failure:
+            raise SandboxError(f"the sandbox broke during {name}: {failure}")
         return result

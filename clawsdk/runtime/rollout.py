@@ -88,10 +88,10 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         except Exception as e:
             raise SandboxError(f"sandbox failed to start: {type(e).__name__}: {e}") from e
         servers = tool_servers(task, sandbox, registry)
-        async with ToolSession.open(servers, recorder, task.limits) as tools:
+        async with ToolSession.open(servers, recorder, task.limits, task.tool_policy, sandbox=sandbox) as tools:
             try:
                 with anyio.fail_after(task.limits.timeout_s):
-                    await agent.run(AgentContext(task=task, tools=tools, recorder=recorder))
+                    await agent.run(AgentContext(task=task, tools=tools, recorder=recorder, sandbox=sandbox))
             except TimeoutError:
                 kind = FailureKind.AGENT_TIMEOUT
                 error = f"agent did not finish within {task.limits.timeout_s:g} s"
@@ -101,6 +101,8 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
                 kind, error = e.kind, str(e)
             except Exception as e:  # the agent's own failure: still scored on what it left
                 kind, error = FailureKind.AGENT_ERROR, f"{type(e).__name__}: {e}"
+            if sandbox.failure:  # the agent may have swallowed the error: the sandbox still broke
+                raise SandboxError(f"the sandbox broke: {sandbox.failure}")
             if error:
                 await recorder.record("error", {"kind": kind.value, "message": error})
         # the workspace is scored whatever the agent's ending: it is what the agent left

@@ -67,6 +67,8 @@ class Sandbox(abc.ABC):
     workspace_path: str
     #: Where `inject_hidden` puts hidden files, as commands see it (set once injected).
     hidden_path: str | None = None
+    #: Set when the sandbox itself broke (not the command in it); the rollout becomes sandbox_error.
+    failure: str | None = None
 
     @abc.abstractmethod
     async def start(self, task: Task) -> None:

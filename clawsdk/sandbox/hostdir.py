@@ -245,7 +245,8 @@ class HostDirSandbox(Sandbox):
 
     async def exec(self, command, *, timeout=60.0, cwd=None, env=None, stdin=None) -> ExecResult:
         if self.workspace is None or self._closed:
-            raise SandboxError("sandbox is not running")
+            self.failure = self.failure or "exec in a sandbox that is not running"
+            raise SandboxError(self.failure)
         argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
         host_cwd = str(self._path(cwd, allow_root=True)) if cwd else str(self.workspace)
         full_env = self.base_env() | (env or {})
@@ -263,7 +264,8 @@ class HostDirSandbox(Sandbox):
                 start_new_session=True,
             )
         except OSError as e:
-            raise SandboxError(f"could not start {argv[0]!r}: {e}") from e
+            self.failure = f"could not start {argv[0]!r}: {e}"
+            raise SandboxError(self.failure) from e
         self._groups.add(proc.pid)
         out, err = bytearray(), bytearray()
         cut = [False]
