@@ -20,6 +20,8 @@ from clawsdk.store.store import Store
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 2000
+#: when little is queued, wait this long for more before committing: fewer, larger transactions
+LINGER_S = 0.002
 
 
 class _Flush:
@@ -81,15 +83,21 @@ class StoreWriter:
                 except anyio.EndOfStream:
                     return
                 batch = [first]
-                while len(batch) < MAX_BATCH:
-                    try:
-                        batch.append(self._receive.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
+                self._gather(batch)
+                if len(batch) < 64 and not isinstance(batch[-1], _Flush):
+                    await anyio.sleep(LINGER_S)
+                    self._gather(batch)
                 await anyio.to_thread.run_sync(self._apply, batch)
                 for item in batch:
                     if isinstance(item, _Flush):
                         item.done.set()
+
+    def _gather(self, batch: list[Any]) -> None:
+        while len(batch) < MAX_BATCH:
+            try:
+                batch.append(self._receive.receive_nowait())
+            except (anyio.WouldBlock, anyio.EndOfStream):
+                return
 
     def _apply(self, batch: list[Any]) -> None:
         store = self._store
