@@ -40,7 +40,8 @@ def print_task_errors(errors: list[TaskFormatError]) -> None:
 @click.option("--agent-opt", "agent_opts", multiple=True, metavar="KEY=VALUE", help="Option for the agent.")
 @click.option("--model", "-m", default=None, help="Model for agents that use one (e.g. embedded, openai:NAME).")
 @click.option("--base-url", default=None, help="Base URL for an OpenAI-compatible model server.")
-@click.option("--sandbox", "-s", default="local", show_default=True, help="Sandbox plugin.")
+@click.option("--sandbox", "-s", default="auto", show_default=True,
+              help="Sandbox plugin; auto is bwrap where bubblewrap works, else local.")
 @click.option("--sandbox-root", default=None, help="Where workspaces live (default: /dev/shm if it has room).")
 @click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1), help="Rollouts per task.")
 @click.option("--concurrency", "-c", default=8, show_default=True, type=click.IntRange(1),
@@ -66,6 +67,10 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
     print_task_errors(errors)
     if not loaded:
         raise click.ClickException("no task could be read")
+    if sandbox == "auto":
+        from clawsdk.sandbox.capabilities import default_sandbox
+
+        sandbox = default_sandbox()
     if sandbox == "local" and not as_json:
         err_console.print("[dim]note: the 'local' sandbox does not isolate commands; use it for trusted "
                           "tasks only (see --sandbox)[/dim]")

@@ -78,7 +78,8 @@ def show_command(path, task_id):
 
 @tasks_group.command("validate")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--sandbox", "-s", default="local", show_default=True)
+@click.option("--sandbox", "-s", default="auto", show_default=True,
+              help="Sandbox plugin; auto is bwrap where bubblewrap works, else local.")
 @click.option("--concurrency", "-c", default=4, show_default=True, type=click.IntRange(1))
 @click.option("--json", "as_json", is_flag=True)
 @friendly_errors

@@ -28,6 +28,7 @@ from clawsdk.runtime.agent import Agent
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.sandbox.capabilities import check_tasks, default_sandbox
 from clawsdk.store.store import Store, default_db_path
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task
@@ -83,7 +84,7 @@ async def run(
     *,
     agent: str | Agent = "oracle",
     agent_options: dict[str, Any] | None = None,
-    sandbox: str = "local",
+    sandbox: str = "auto",
     sandbox_config: SandboxConfig | None = None,
     samples: int = 1,
     concurrency: int = 8,
@@ -97,13 +98,19 @@ async def run(
     executor: str | Executor = "local",
     executor_options: dict[str, Any] | None = None,
 ) -> RunResult:
-    """Run `samples` rollouts of every task and record them in the store at `db`."""
+    """Run `samples` rollouts of every task and record them in the store at `db`.
+
+    `sandbox="auto"` is bwrap where bubblewrap works, else local (no isolation).
+    """
     if samples < 1 or concurrency < 1:
         raise ValueError("samples and concurrency must be at least 1")
     registry = get_registry()
     the_agent = _load_agent(agent, agent_options or {})
-    registry.get("sandboxes", sandbox)  # fail now on an unknown name, not in every rollout
     cfg = sandbox_config or SandboxConfig()
+    if sandbox == "auto":
+        sandbox = default_sandbox()
+    # fail now, not in every rollout: an unknown backend, or tasks that need what it cannot give
+    check_tasks(tasks, registry.get("sandboxes", sandbox)(cfg).capabilities, sandbox)
     if isinstance(executor, str):
         options = dict(executor_options or {})
         if executor == "local":

@@ -55,8 +55,12 @@ class _Idle:
         return None
 
 
-async def validate_task(task: Task, sandbox: str = "local", config: SandboxConfig | None = None) -> Validation:
+async def validate_task(task: Task, sandbox: str = "auto", config: SandboxConfig | None = None) -> Validation:
     registry = get_registry()
+    if sandbox == "auto":
+        from clawsdk.sandbox.capabilities import default_sandbox
+
+        sandbox = default_sandbox()
     make = registry.get("sandboxes", sandbox)
     cfg = config or SandboxConfig()
     v = Validation(task_id=task.id, has_solution=bool(task.solution),
@@ -77,7 +81,7 @@ async def validate_task(task: Task, sandbox: str = "local", config: SandboxConfi
     return v
 
 
-async def validate_tasks(tasks: Sequence[Task], sandbox: str = "local", concurrency: int = 4,
+async def validate_tasks(tasks: Sequence[Task], sandbox: str = "auto", concurrency: int = 4,
                          config: SandboxConfig | None = None) -> list[Validation]:
     results: dict[int, Validation] = {}
     limiter = anyio.CapacityLimiter(concurrency)

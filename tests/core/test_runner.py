@@ -167,6 +167,6 @@ def test_no_workspace_is_left_behind(tmp_path, db, monkeypatch):
     root = tmp_path / "ws"
     monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(root))
     tasks = tasks_in(make_task(tmp_path))
-    run_sync(tasks, agent=Raises(), samples=4, db=db)
+    run_sync(tasks, agent=Raises(), samples=4, db=db, sandbox="local")
     leftovers = [p for p in root.rglob("*") if p.name.startswith("sb-")]
     assert leftovers == []

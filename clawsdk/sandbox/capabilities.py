@@ -1,0 +1,87 @@
+"""What a task asks of its sandbox, checked against what a backend declares, before anything runs.
+
+A task lists the capabilities it needs in ``metadata["requires"]`` (the names of
+`Capabilities` fields: ``network_isolated``, ``fs_isolated``, ``persistent_processes``,
+``gpu``). The runner calls `check_tasks` with the backend's declared capabilities; a task
+that asks for something the backend does not give is refused with a message that says which
+task, what it needs and which backends give it, instead of running somewhere it should not.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import fields
+
+from clawsdk.errors import ClawError
+from clawsdk.sandbox.base import Capabilities, SandboxConfig
+from clawsdk.tasks.model import Task
+
+CAPABILITY_NAMES = tuple(f.name for f in fields(Capabilities))
+
+
+class CapabilityError(ClawError):
+    """A task needs a capability its sandbox backend does not declare."""
+
+
+def required(task: Task) -> list[str]:
+    """The capabilities `task` asks for; an unknown name is an error naming the task and the field."""
+    raw = task.metadata.get("requires", [])
+    names = [raw] if isinstance(raw, str) else list(raw or [])
+    unknown = [n for n in names if n not in CAPABILITY_NAMES]
+    if unknown:
+        raise CapabilityError(
+            f"task {task.id}: metadata.requires names unknown capabilities {unknown}; "
+            f"known: {', '.join(CAPABILITY_NAMES)}"
+        )
+    return names
+
+
+def unmet(task: Task, caps: Capabilities) -> list[str]:
+    """The capabilities `task` needs that `caps` does not give."""
+    return [name for name in required(task) if not getattr(caps, name)]
+
+
+def check_tasks(tasks: Iterable[Task], caps: Capabilities, backend: str = "this sandbox") -> None:
+    """Raise CapabilityError listing every task whose needs `caps` does not meet."""
+    problems = []
+    for task in tasks:
+        missing = unmet(task, caps)
+        if missing:
+            problems.append(f"task {task.id} needs {', '.join(missing)}")
+    if problems:
+        raise CapabilityError(
+            f"{backend} does not provide what these tasks need: " + "; ".join(problems)
+            + " (see `clawsdk sandbox check` for the backends that do)"
+        )
+
+
+def backend_capabilities(name: str, config: SandboxConfig | None = None) -> Capabilities:
+    """What a registered backend declares for `config`, without starting a sandbox."""
+    from clawsdk.plugins import get_registry
+
+    sandbox = get_registry().get("sandboxes", name)(config)
+    return sandbox.capabilities
+
+
+def backend_status(name: str) -> tuple[str | None, Capabilities | None]:
+    """(None or why `name` cannot run here, its capabilities)."""
+    import importlib
+
+    try:
+        caps = backend_capabilities(name)
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}", None
+    module = {"bwrap": "clawsdk_plugins.sandbox_bwrap", "docker": "clawsdk_plugins.sandbox_docker"}.get(name)
+    if module:
+        why = importlib.import_module(module).available()
+        return why, caps
+    return None, caps
+
+
+@functools.lru_cache(maxsize=1)
+def default_sandbox() -> str:
+    """`bwrap` where bubblewrap works, else `local` (which isolates nothing: trusted tasks only)."""
+    from clawsdk_plugins.sandbox_bwrap import available
+
+    return "bwrap" if available() is None else "local"

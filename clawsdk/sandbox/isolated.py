@@ -1,0 +1,157 @@
+"""The common ground of the isolating sandboxes (bwrap, docker): a host sandbox root whose
+workspace, home and hidden folders are mounted into the isolated side.
+
+File tools keep acting on the host folder (confined by clawsdk.sandbox.paths); the isolated
+side sees the same files through mounts, so a file written either way is there for the
+other at once, with no copying. The host writes as root or as you; the isolated side runs as
+an unprivileged uid, so files the host writes are handed to that uid (`file_owner`), and
+hidden files are made readable but stay the host's, so a verifier script cannot rewrite them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import anyio
+
+from clawsdk.errors import SandboxError
+from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.sandbox.hostdir import HostDirSandbox, workspace_root
+from clawsdk.sandbox.hostroot import SandboxRoot, sweep_orphans
+from clawsdk.sandbox.limits import IsolationOptions
+from clawsdk.tasks.model import File, Task
+
+log = logging.getLogger(__name__)
+
+_swept: set[tuple[str, Path]] = set()
+
+
+class IsolatedHostDirSandbox(HostDirSandbox):
+    """A host sandbox root mounted into an isolated side; subclasses implement setup/teardown/exec."""
+
+    name = "isolated"
+
+    def __init__(self, config: SandboxConfig | None = None):
+        super().__init__(config)
+        self.opts = IsolationOptions.from_extra(self.config.extra, self.name)
+        self.privileged = os.geteuid() == 0
+        #: the host uid that owns what the isolated side may write; None: leave ownership alone
+        self.file_owner: int | None = None
+        self.sandbox_root: SandboxRoot | None = None
+        self.io_dir: Path | None = None
+
+    # ---- subclass hooks --------------------------------------------------------------------
+
+    async def preflight(self) -> None:
+        """Raise SandboxError (saying what to do) if the backend cannot run here."""
+
+    async def sweep(self, base: Path) -> None:
+        """Remove what killed processes left behind (once per process and root)."""
+
+    async def setup(self, task: Task) -> None:
+        """Start the isolated side once the host folders exist."""
+
+    async def teardown(self) -> None:
+        """Stop the isolated side; runs shielded, before the host folders go."""
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def sandbox_base(self) -> Path:
+        """The folder that holds this backend's sandbox roots."""
+        return workspace_root(self.config.root)
+
+    async def start(self, task: Task) -> None:
+        await self.preflight()
+        base = self.sandbox_base()
+        if (self.name, base) not in _swept:
+            _swept.add((self.name, base))
+            n = await anyio.to_thread.run_sync(sweep_orphans, base, self.name)
+            if n:
+                log.warning("removed %d %s sandbox folder(s) left by a killed process", n, self.name)
+            await self.sweep(base)
+        self.sandbox_root = SandboxRoot(base, self.name, self.opts.disk_mb if self.privileged else 0)
+        self.root = self.sandbox_root.path
+        try:
+            if self.privileged:
+                base.chmod(0o711)  # an unprivileged uid must reach its own root, never list the others
+            self.sandbox_root.create()
+            self.workspace = self.root / "workspace"
+            self.home = self.root / "home"
+            self.hidden_dir = None
+            self.io_dir = self.root / "io"
+            for d in (self.workspace, self.home):
+                d.mkdir()
+                self._own(d)
+            self.io_dir.mkdir(mode=0o755)
+            (self.root / "hidden").mkdir(mode=0o755)
+            for f in task.workspace:
+                self._write_sync(f.path, f.data, f.executable)
+        except OSError as e:
+            await self.close()
+            raise SandboxError(f"could not create the {self.name} sandbox under {base}: {e}") from e
+        self.workspace_path = self.visible_workspace()
+        try:
+            await self.setup(task)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.close()
+            raise
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.teardown()
+            finally:
+                await super().close()  # kills host-side processes, removes the files
+                if self.sandbox_root is not None:
+                    await anyio.to_thread.run_sync(self.sandbox_root.remove)
+
+    def visible_workspace(self) -> str:
+        return self.opts.workspace_path
+
+    def visible_hidden(self) -> str:
+        return self.opts.hidden_path
+
+    def inside(self, host_cwd: str) -> str:
+        """The isolated side's path of a host folder inside the workspace."""
+        assert self.workspace is not None
+        rel = os.path.relpath(os.path.realpath(host_cwd), os.path.realpath(self.workspace))
+        return self.opts.workspace_path if rel == "." else f"{self.opts.workspace_path.rstrip('/')}/{rel}"
+
+    # ---- files -----------------------------------------------------------------------------
+
+    def _own(self, path: Path) -> None:
+        if self.file_owner is not None:
+            os.lchown(path, self.file_owner, self.file_owner)
+
+    def _write_sync(self, path: str, data: bytes, executable: bool = False) -> None:
+        super()._write_sync(path, data, executable)
+        if self.file_owner is None:
+            return
+        assert self.workspace is not None
+        ws = Path(os.path.realpath(self.workspace))
+        node = self._path(path)
+        while node != ws and ws in node.parents:  # the file and the folders created for it
+            if node.lstat().st_uid != self.file_owner:
+                self._own(node)
+            node = node.parent
+
+    async def inject_hidden(self, files: list[File]) -> str:
+        where = await super().inject_hidden(files)
+        assert self.hidden_dir is not None
+        for dirpath, _dirnames, filenames in os.walk(self.hidden_dir):
+            os.chmod(dirpath, 0o755)
+            for name in filenames:
+                p = Path(dirpath) / name
+                p.chmod(0o755 if p.stat().st_mode & 0o100 else 0o644)
+        return where
+
+    def base_env(self) -> dict[str, str]:
+        env = super().base_env()
+        env.update(PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME=self.opts.home,
+                   USER="sandbox", LOGNAME="sandbox", TMPDIR="/tmp", SHELL="/bin/bash")
+        return env

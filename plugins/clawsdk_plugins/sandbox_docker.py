@@ -1,0 +1,384 @@
+"""The `docker` sandbox: one container per rollout, from the image `clawsdk sandbox build-image` makes.
+
+Files go in and out through bind mounts of the sandbox's host folders, not put_archive /
+get_archive: the file tools then cost what they cost on a local folder (no API round trip
+per read, no tar per write), keep the same path confinement, and files the verifier writes
+are on the host at once. The container's own file system is read-only; what a command can
+write is the workspace and home (as root, a tmpfs of `disk_mb` on the host), a sized /tmp,
+and nothing else, so filling the disk fills only the quota.
+
+Defaults: no network, `cpus` CPUs, `mem_mb` memory, `nproc` processes, files up to
+`file_mb`, every capability dropped, no-new-privileges, an init process that reaps. Every
+container carries labels naming the process that made it; the first sandbox a process starts
+removes the labelled containers (and host folders) whose process is gone.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import anyio
+import click
+
+from clawsdk.errors import SandboxError
+from clawsdk.hookspecs import hookimpl
+from clawsdk.sandbox.base import Capabilities, ExecResult, SandboxConfig
+from clawsdk.sandbox.hostroot import owner_alive, owner_tag
+from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
+from clawsdk.tasks.model import Task
+
+log = logging.getLogger(__name__)
+
+LABEL = "org.clawsdk.sandbox"
+LABEL_OWNER = "org.clawsdk.owner"
+LABEL_HOST = "org.clawsdk.host"
+LABEL_ROOT = "org.clawsdk.root"
+MIB = 1024 * 1024
+#: seconds past a command's timeout before the host stops waiting and kills the sandbox's processes
+GRACE_S = 5.0
+IO_PATH = "/clawsdk/io"
+
+_client_lock = threading.Lock()
+_client: Any = None
+_swept_engines: set[str] = set()
+#: docker calls block; they get their own thread pool so 64 streaming execs don't starve anyio's
+_limiter: anyio.CapacityLimiter | None = None
+
+
+def client() -> Any:
+    """One Docker client per process (it pools its connections), or SandboxError saying what to do."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            try:
+                import docker
+            except ImportError as e:
+                raise SandboxError("the docker sandbox needs the docker SDK: pip install 'clawsdk[docker]'") from e
+            try:
+                c = docker.from_env(timeout=120, max_pool_size=256)
+                c.ping()
+            except Exception as e:  # noqa: BLE001
+                raise SandboxError(f"no Docker engine answers ({type(e).__name__}: {e}); start one "
+                                   f"(as root: dockerd &) or set DOCKER_HOST") from e
+            _client = c
+        return _client
+
+
+def available(image: str | None = None) -> str | None:
+    """None if the docker sandbox can run here (engine up, image built), else why not."""
+    from clawsdk.sandbox.image import DEFAULT_IMAGE, image_exists
+
+    try:
+        c = client()
+    except SandboxError as e:
+        return str(e)
+    name = image or DEFAULT_IMAGE
+    if not image_exists(c, name):
+        return f"image {name} not found: build it with `clawsdk sandbox build-image`"
+    return None
+
+
+def limiter() -> anyio.CapacityLimiter:
+    global _limiter
+    if _limiter is None:
+        _limiter = anyio.CapacityLimiter(256)
+    return _limiter
+
+
+async def blocking(fn, *args, cancellable: bool = False):
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args), abandon_on_cancel=cancellable,
+                                          limiter=limiter())
+
+
+def sweep_containers(c: Any) -> int:
+    """Remove this host's labelled containers whose owning process is gone. Returns how many."""
+    removed = 0
+    host = socket.gethostname()
+    for ct in c.containers.list(all=True, filters={"label": [LABEL, f"{LABEL_HOST}={host}"]}):
+        tag = ct.labels.get(LABEL_OWNER, "")
+        if owner_alive(tag):
+            continue
+        try:
+            ct.remove(force=True)
+            removed += 1
+        except Exception as e:  # noqa: BLE001 - already going
+            log.debug("sweeping %s: %s", ct.name, e)
+    return removed
+
+
+class DockerSandbox(IsolatedHostDirSandbox):
+    """A container with the workspace bind-mounted; commands through `docker exec`."""
+
+    name = "docker"
+
+    def __init__(self, config: SandboxConfig | None = None):
+        super().__init__(config)
+        self.capabilities = Capabilities(network_isolated=not self.opts.network, fs_isolated=True,
+                                         persistent_processes=True, gpu=False)
+        if self.privileged:
+            self.file_owner = self.opts.uid  # no user-namespace remap: the container's uid is the host's
+            self.user = f"{self.opts.uid}:{self.opts.gid}"
+        else:  # you cannot give files away: the container runs as you
+            self.user = f"{os.getuid()}:{os.getgid()}"
+        self.container: Any = None
+        self.client: Any = None
+
+    async def preflight(self) -> None:
+        self.client = await blocking(client)
+
+    async def sweep(self, base: Path) -> None:
+        key = str(self.client.api.base_url)
+        if key in _swept_engines:
+            return
+        _swept_engines.add(key)
+        n = await blocking(sweep_containers, self.client)
+        if n:
+            log.warning("removed %d docker sandbox container(s) left by a killed process", n)
+
+    def labels(self) -> dict[str, str]:
+        return {LABEL: "docker", LABEL_OWNER: owner_tag("docker"), LABEL_HOST: socket.gethostname(),
+                LABEL_ROOT: str(self.root)}
+
+    async def setup(self, task: Task) -> None:
+        import docker
+
+        assert self.root is not None and self.workspace is not None and self.home is not None
+        o = self.opts
+        volumes = {
+            str(self.workspace): {"bind": o.workspace_path, "mode": "rw"},
+            str(self.home): {"bind": o.home, "mode": "rw"},
+            str(self.root / "hidden"): {"bind": o.hidden_path, "mode": "ro"},
+            str(self.io_dir): {"bind": IO_PATH, "mode": "ro"},
+        }
+        tmpfs = {"/tmp": f"size={o.tmp_mb or 512}m,mode=1777", "/var/tmp": "size=64m,mode=1777",
+                 "/run": "size=16m,mode=755"}
+        ulimits = [docker.types.Ulimit(name="core", soft=0, hard=0)]
+        if o.file_mb:
+            ulimits.append(docker.types.Ulimit(name="fsize", soft=o.file_mb * MIB, hard=o.file_mb * MIB))
+        kwargs: dict[str, Any] = dict(
+            image=o.image, command=["sleep", "infinity"], detach=True, init=True,
+            name=f"clawsdk-{self.root.name}-{uuid.uuid4().hex[:4]}", hostname="sandbox", labels=self.labels(),
+            network_mode="bridge" if o.network else "none", read_only=True, tmpfs=tmpfs, volumes=volumes,
+            user=self.user, cap_drop=["ALL"], security_opt=["no-new-privileges"], ulimits=ulimits,
+            working_dir=o.workspace_path, environment={"LANG": "C.UTF-8"},
+        )
+        if o.mem_mb:
+            kwargs.update(mem_limit=f"{o.mem_mb}m", memswap_limit=f"{o.mem_mb}m")
+        if o.cpus:
+            kwargs["nano_cpus"] = int(o.cpus * 1e9)
+        if o.nproc:
+            kwargs["pids_limit"] = o.nproc
+
+        def run() -> None:
+            try:
+                # set here, in the thread: a cancelled caller must still know the container to remove it
+                self.container = self.client.containers.run(**kwargs)
+            except docker.errors.ImageNotFound:
+                raise SandboxError(f"image {o.image} not found: build it with `clawsdk sandbox build-image`") from None
+            except docker.errors.APIError as e:
+                # a container may exist even though starting it failed: find it by its unique root label
+                found = self.client.containers.list(all=True, filters={"label": f"{LABEL_ROOT}={self.root}"})
+                self.container = found[0] if found else None
+                raise SandboxError(f"docker could not start the sandbox container: {e.explanation or e}") from e
+
+        await blocking(run)  # not abandoned on cancel: start() waits for it, then close() removes it
+
+    async def teardown(self) -> None:
+        if self.container is None:
+            return
+        container, self.container = self.container, None
+
+        def remove() -> None:
+            import docker
+
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:
+                pass
+
+        try:
+            await blocking(remove)
+        except Exception:  # noqa: BLE001 - the sweep gets it next time
+            log.exception("could not remove container %s", container.name)
+
+    # ---- commands --------------------------------------------------------------------------
+
+    async def exec(self, command, *, timeout=60.0, cwd=None, env=None, stdin=None) -> ExecResult:
+        if self.container is None or self._closed:
+            raise SandboxError("sandbox is not running")
+        argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
+        workdir = self.inside(str(self._path(cwd, allow_root=True))) if cwd else self.opts.workspace_path
+        full_env = self.base_env() | (env or {})
+        # `timeout` puts the command in a process group of its own and kills it on time; when the command
+        # ends, what it left in that group goes too (as under local and bwrap); prlimit caps each process
+        limits = [a for a in self.opts.prlimit_args(timeout) if not a.startswith("--nproc")]
+        stdin_file: Path | None = None
+        source = "/dev/null"
+        if stdin is not None:
+            assert self.io_dir is not None
+            stdin_file = self.io_dir / f"stdin-{uuid.uuid4().hex[:8]}"
+            stdin_file.write_bytes(stdin)
+            stdin_file.chmod(0o644)
+            source = f"{IO_PATH}/{stdin_file.name}"
+        script = (f'exec 3<{source}; timeout -s KILL "$0" "$@" <&3 3<&- & p=$!; wait $p; rc=$?; '
+                  f'kill -9 -$p 2>/dev/null; exit $rc')
+        wrapped = ["sh", "-c", script, f"{timeout:g}", "prlimit", *limits, "--", *argv]
+        limit = self.config.output_limit
+        started = time.perf_counter()
+        api = self.client.api
+        try:
+            exec_id = (await blocking(lambda: api.exec_create(
+                self.container.id, wrapped, stdout=True, stderr=True, workdir=workdir, environment=full_env,
+                user=self.user)))["Id"]
+            out, err = bytearray(), bytearray()
+            cut = [False]
+
+            def take(buf: bytearray, chunk: bytes | None) -> None:
+                if not chunk:
+                    return
+                room = limit - len(buf)
+                if room > 0:
+                    buf += chunk[:room]
+                if len(chunk) > room:
+                    cut[0] = True
+
+            def stream() -> None:
+                for o_chunk, e_chunk in api.exec_start(exec_id, stream=True, demux=True):
+                    take(out, o_chunk)
+                    take(err, e_chunk)
+
+            timed_out = False
+            with anyio.move_on_after(timeout + GRACE_S) as scope:
+                await blocking(stream, cancellable=True)
+            if scope.cancelled_caught:
+                # something the command left keeps its output open: stop everything the sandbox user runs
+                await self._kill_all()
+                timed_out = True
+            info = await blocking(api.exec_inspect, exec_id)
+        except SandboxError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the engine or the container went away
+            if self._closed:
+                raise SandboxError("sandbox closed while a command ran") from e
+            raise SandboxError(f"docker exec failed: {type(e).__name__}: {e}") from e
+        finally:
+            if stdin_file is not None:
+                stdin_file.unlink(missing_ok=True)
+        elapsed = time.perf_counter() - started
+        code = info.get("ExitCode")
+        code = -9 if code is None else code
+        if code == 137 and elapsed >= timeout * 0.99:
+            timed_out = True
+        stdout = out.decode("utf-8", "replace")
+        stderr = err.decode("utf-8", "replace")
+        if cut[0]:
+            stdout += f"\n[output cut at {limit} bytes]"
+        if timed_out:
+            stderr += f"\n[killed after the {timeout:g} s timeout]"
+            code = 124
+        return ExecResult(code, stdout, stderr, timed_out, elapsed, cut[0])
+
+    async def _kill_all(self) -> None:
+        api = self.client.api
+
+        def kill() -> None:
+            eid = api.exec_create(self.container.id, ["kill", "-9", "-1"], user=self.user)["Id"]
+            api.exec_start(eid)
+
+        try:
+            await blocking(kill)
+        except Exception:  # noqa: BLE001
+            log.warning("could not stop the processes of %s", self.root)
+
+
+def make_docker(config: SandboxConfig | None = None) -> DockerSandbox:
+    return DockerSandbox(config or SandboxConfig())
+
+
+@hookimpl
+def register_sandboxes(register):
+    register("docker", make_docker)
+
+
+# ---- CLI: clawsdk sandbox ... -----------------------------------------------------------------
+
+
+@click.group("sandbox")
+def sandbox_group() -> None:
+    """Sandbox backends: check them, build the docker image, sweep leftovers."""
+
+
+@sandbox_group.command("build-image")
+@click.option("--tag", default="clawsdk-sandbox:latest", show_default=True)
+@click.option("--suite", default=None, help="Debian suite (default: this host's, else bookworm).")
+@click.option("--mirror", default="http://deb.debian.org/debian", show_default=True)
+@click.option("--package", "packages", multiple=True, help="Replace the default package list (repeatable).")
+@click.option("--add", "extra", multiple=True, help="Add a package to the default list (repeatable).")
+@click.option("--rootfs", type=click.Path(exists=True, file_okay=False), default=None,
+              help="Import this root file system instead of running debootstrap.")
+@click.option("--force", is_flag=True, help="Rebuild even if an image of the same recipe exists.")
+def build_image_command(tag, suite, mirror, packages, extra, rootfs, force) -> None:
+    """Build the docker sandbox image: debootstrap a Debian root, then docker import. No registry."""
+    from clawsdk.sandbox.image import DEFAULT_PACKAGES, build_image
+
+    pkgs = list(packages or DEFAULT_PACKAGES) + list(extra)
+    try:
+        build_image(tag=tag, suite=suite, packages=pkgs, mirror=mirror, rootfs=rootfs, force=force,
+                    say=lambda m: click.echo(m, err=True))
+    except SandboxError as e:
+        raise click.ClickException(str(e)) from e
+
+
+@sandbox_group.command("check")
+def check_command() -> None:
+    """Say which sandbox backends work on this machine, and why not where one does not."""
+    from clawsdk.plugins import get_registry
+    from clawsdk.sandbox.capabilities import backend_status
+
+    for name in get_registry().names("sandboxes"):
+        why, caps = backend_status(name)
+        mark = "ok " if why is None else "no "
+        detail = ", ".join(k for k, v in vars(caps).items() if v) if caps else ""
+        click.echo(f"{mark} {name:8} {why or detail}")
+
+
+@sandbox_group.command("self-check")
+@click.argument("name")
+def self_check_command(name: str) -> None:
+    """Run the conformance kit (clawsdk.testing) against the sandbox backend NAME."""
+    from clawsdk.plugins import get_registry
+    from clawsdk.testing import self_check
+
+    results = self_check(get_registry().get("sandboxes", name))
+    for check, verdict in results.items():
+        click.echo(f"{check:40} {verdict}")
+    if any(v.startswith("failed") for v in results.values()):
+        raise SystemExit(1)
+
+
+@sandbox_group.command("sweep")
+def sweep_command() -> None:
+    """Remove docker containers and sandbox folders left by killed clawsdk processes."""
+    from clawsdk.sandbox.hostdir import workspace_root
+    from clawsdk.sandbox.hostroot import sweep_orphans
+
+    n_folders = sum(sweep_orphans(workspace_root(), b) for b in ("bwrap", "docker"))
+    n_containers = 0
+    try:
+        n_containers = sweep_containers(client())
+    except SandboxError as e:
+        click.echo(f"docker: {e}", err=True)
+    click.echo(f"removed {n_containers} container(s) and {n_folders} folder(s)")
+
+
+@hookimpl
+def register_commands(register):
+    register(sandbox_group)
