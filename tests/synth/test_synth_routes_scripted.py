@@ -1,0 +1,179 @@
+"""The persona and skill routes against a real OpenAI-compatible HTTP server with scripted answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+from click.testing import CliRunner
+
+from clawsdk.store.store import Store
+from clawsdk.synth.records import SynthRecords
+from clawsdk.tasks.native import load_task
+from clawsdk.tasks.validate import validate_task
+from clawsdk_plugins.synth import synth_group
+
+INSTRUCTION = ("My expenses for the trip are in expenses.csv (columns category,amount). Add up the amounts per "
+               "category and write totals.json, a JSON object mapping each category to its total as a number. "
+               "notes.txt has some context if you need it.")
+
+
+def draft(instruction: str) -> dict:
+    return {
+        "instruction": instruction,
+        "category": "analysis & reasoning",
+        "subcategory": "spreadsheet and CSV analysis",
+        "difficulty": "easy",
+        "input_files": [
+            {"path": "expenses.csv", "content": "category,amount\nfood,10\ntravel,30\nfood,2.5\n"},
+            {"path": "notes.txt", "content": None, "description": "a short note about the trip"},
+        ],
+        "expected_behavior": "totals.json is {\"food\": 12.5, \"travel\": 30}.",
+        "deliverables": ["totals.json"],
+        "reference_solution": [
+            {"tool": "read", "args": {"path": "expenses.csv"}},
+            {"tool": "write", "args": {"path": "totals.json", "content": "{\"food\": 12.5, \"travel\": 30}\n"}},
+        ],
+    }
+
+
+DRAFTS = [
+    draft(INSTRUCTION + " Thanks!"),
+    draft("Write totals.json containing {\"food\": 12.5, \"travel\": 30} exactly; expenses.csv has the data."),
+    draft(INSTRUCTION + " Thank you!"),  # a near-duplicate of the first
+]
+BAD_CHECK = "print(1.0)\n"  # scores the untouched workspace 1: must be repaired
+GOOD_CHECK = """```python
+import json
+try:
+    data = json.load(open("totals.json"))
+except Exception:
+    print(0.0)
+    raise SystemExit
+print(1.0 if data == {"food": 12.5, "travel": 30} else 0.0)
+```"""
+RUBRIC = json.dumps([{"name": "totals are faithful", "file_path": "totals.json",
+                      "scores": {"0": "missing", "0.25": "mostly wrong", "0.5": "half right", "0.75": "one slip",
+                                 "1": "every total right"}}])
+
+
+class Script:
+    def __init__(self, fail_verifier: bool = False):
+        self.drafts = 0
+        self.fail_verifier = fail_verifier
+
+    def __call__(self, messages: list[dict]) -> str | int:
+        last = messages[-1]["content"]
+        whole = "\n".join(m.get("content") or "" for m in messages)
+        if "Persona:" in last or "# Primary skill" in last:
+            d = DRAFTS[self.drafts % len(DRAFTS)]
+            self.drafts += 1
+            return "Here is the task:\n```json\n" + json.dumps(d) + "\n```"
+        if "Check this task draft for two defects" in last:
+            leak = "containing {" in last
+            return json.dumps({"answer_leak": leak, "factual_error": False,
+                               "reason": "the instruction states the totals" if leak else "fine"})
+        if "Write the full content of the input file notes.txt" in last:
+            return "We spent most of the money on the train.\n"
+        if "That check.py failed its execution test" in last:
+            return GOOD_CHECK
+        if "Write a Python 3 program check.py" in whole:
+            if self.fail_verifier:
+                return 500
+            return BAD_CHECK if "Thanks!" in whole else GOOD_CHECK
+        if "rubric rules" in whole:
+            return RUBRIC
+        return "I do not understand."
+
+
+def invoke(args: list[str]) -> object:
+    result = CliRunner().invoke(synth_group, args, catch_exceptions=False)
+    return result
+
+
+def route_args(route: str, server, out: Path, db: Path, extra: list[str] = ()) -> list[str]:
+    return [route, "--model", "openai:scripted", "--base-url", server.base_url, "--model-opt", f"api_key={server.token}",
+            "--model-opt", "retries=0", "--n", "3", "--categories", "analysis & reasoning", "--concurrency", "1",
+            "--dedup", "minhash", "--out", str(out), "--db", str(db), "--run-id", f"{route}-test", *extra]
+
+
+def test_persona_route_repairs_a_verifier_rejects_a_leak_and_removes_a_duplicate(tmp_path, scripted_server):
+    server = scripted_server(Script())
+    out, db = tmp_path / "out", tmp_path / "synth.db"
+    result = invoke(route_args("persona", server, out, db, ["--json"]))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["status"] == {"accepted": 1, "rejected": 2}
+    assert abs(report["validity"] - 1 / 3) < 1e-9
+
+    with Store(db) as store:
+        records = SynthRecords(store)
+        cands = records.candidates("persona-test")
+        a, b, c = cands
+        assert a["status"] == "accepted" and a["task_id"] == "persona-test-00000"
+        assert b["status"] == "rejected" and b["stage"] == "leak_judge" and "answer leak" in b["reason"]
+        assert c["status"] == "rejected" and c["stage"] == "dedup"
+        assert "near-duplicate of persona-test-00000" in c["reason"]
+        stages = [(s["stage"], s["round"], s["verdict"]) for s in records.stages(a["id"])]
+        assert stages == [("draft", 0, "pass"), ("leak_judge", 0, "pass"), ("workspace", 0, "pass"),
+                          ("verifier", 0, "repair"), ("verifier", 1, "pass"), ("rubric", 0, "pass"),
+                          ("dedup", 0, "pass"), ("assemble", 0, "pass")]
+        repair = records.stages(a["id"])[3]
+        assert "scored 1" in repair["detail"] and repair["output"]["code"] == BAD_CHECK
+        assert records.stages(a["id"])[2]["output"]["generated"] == ["notes.txt"]
+        # every candidate keeps what it was made from
+        assert all(c["seed"]["persona"]["name"] and len(c["seed"]["operations"]) == 3 for c in cands)
+
+    task = load_task(out / "persona-test-00000")
+    assert {f.path for f in task.workspace} == {"expenses.csv", "notes.txt"}
+    assert task.metadata["rubric"][0]["name"] == "totals are faithful"
+    assert task.provenance["route"] == "persona" and task.provenance["candidate"] == a["id"]
+    v = anyio.run(validate_task, task)
+    assert v.ok, v.problem
+    assert sorted(p.name for p in out.iterdir()) == ["persona-test-00000"]
+
+    why = invoke(["why", "persona-test/00002", "--db", str(db)])
+    assert "near-duplicate of persona-test-00000" in why.output and "dedup" in why.output
+    why_leak = invoke(["why", "persona-test/00001", "--db", str(db)])
+    assert "answer leak" in why_leak.output
+
+    # a rerun of the run id resumes: everything is final, so no model call is made
+    before = len(server.requests)
+    again = invoke(route_args("persona", server, out, db, ["--json"]))
+    assert json.loads(again.output)["status"] == {"accepted": 1, "rejected": 2}
+    assert len(server.requests) == before
+
+
+def test_an_interrupted_synthesis_resumes_at_the_stage_that_failed(tmp_path, scripted_server):
+    script = Script(fail_verifier=True)
+    server = scripted_server(script)
+    out, db = tmp_path / "out", tmp_path / "synth.db"
+    first = invoke(route_args("persona", server, out, db, ["--json", "--n", "1"]))
+    assert json.loads(first.output)["status"] == {"error": 1}
+    with Store(db) as store:
+        (cand,) = SynthRecords(store).candidates("persona-test")
+        assert cand["stage"] == "verifier" and "ModelError" in cand["reason"]
+    drafts = script.drafts
+    script.fail_verifier = False
+    second = invoke(route_args("persona", server, out, db, ["--json", "--n", "1"]))
+    assert json.loads(second.output)["status"] == {"accepted": 1}
+    assert script.drafts == drafts  # the draft, judge and workspace were not asked for again
+    assert (out / "persona-test-00000" / "task.yaml").exists()
+
+
+def test_skill_route_grounds_tasks_in_a_skill_md(tmp_path, scripted_server):
+    skills = tmp_path / "skills"
+    for name in ("ledger", "charts"):
+        (skills / name).mkdir(parents=True)
+        (skills / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: work with {name}\n---\n# {name}\nUse the {name} conventions.\n")
+    server = scripted_server(Script())
+    out, db = tmp_path / "out", tmp_path / "synth.db"
+    result = invoke(route_args("skill", server, out, db, ["--skills", str(skills), "--n", "1", "--json"]))
+    assert json.loads(result.output)["status"] == {"accepted": 1}, result.output
+    prompt = server.requests[0][-1]["content"]
+    assert "# Primary skill" in prompt and "Use the charts conventions." in prompt  # sorted: charts first
+    assert "# Supporting skills" in prompt and "ledger" in prompt
+    task = load_task(out / "skill-test-00000")
+    assert task.provenance["primary"] == "charts" and task.provenance["supporting"] == ["ledger"]
