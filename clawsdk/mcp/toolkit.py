@@ -8,6 +8,7 @@ domain tools whose `instructions` are the SKILL.md body.
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 import shutil
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from typing import Any
 import yaml
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
 
 from clawsdk.errors import ClawError
 
@@ -28,6 +30,38 @@ DEFAULT_LIMIT = 32_000
 
 class SkillFormatError(ClawError):
     """A SKILL.md that cannot be used: which file, what is wrong, what to do."""
+
+
+_TOOL_TEMPLATES: dict[tuple, Tool] = {}
+
+
+class ToolServer(MCPServer):
+    """An MCPServer that builds each tool's argument model and JSON schema once per process.
+
+    Tool servers are made per rollout, their tools closing over that rollout's sandbox. Building
+    the pydantic argument model and schema of the same function body again for every rollout
+    cost more than the rest of a short rollout together; here a tool made from the same code,
+    defaults and options reuses the first one's metadata with the new function.
+    """
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, title: str | None = None,
+                 description: str | None = None, annotations: Any = None, icons: Any = None,
+                 meta: dict[str, Any] | None = None, structured_output: bool | None = None) -> None:
+        inner = inspect.unwrap(fn)
+        code = getattr(inner, "__code__", None)
+        if code is None or icons or meta:
+            return super().add_tool(fn, name=name, title=title, description=description, annotations=annotations,
+                                    icons=icons, meta=meta, structured_output=structured_output)
+        key = (code, repr(getattr(inner, "__defaults__", None)), repr(getattr(inner, "__kwdefaults__", None)),
+               name, title, description or fn.__doc__, structured_output, repr(annotations))
+        template = _TOOL_TEMPLATES.get(key)
+        if template is None:
+            template = Tool.from_function(fn, name=name, title=title, description=description,
+                                          annotations=annotations, structured_output=structured_output)
+            _TOOL_TEMPLATES[key] = template
+        tools = self._tool_manager._tools
+        if template.name not in tools:
+            tools[template.name] = template.model_copy(update={"fn": fn})
 
 
 def tool_errors(fn: Callable) -> Callable:
@@ -154,4 +188,4 @@ def load_skill_md(path: str | Path) -> SkillManifest:
 def skill_server(manifest: SkillManifest | str | Path, **kwargs: Any) -> MCPServer:
     """An MCP server named after the skill whose instructions are its SKILL.md; add tools with @server.tool()."""
     m = manifest if isinstance(manifest, SkillManifest) else load_skill_md(manifest)
-    return MCPServer(m.name, instructions=m.instructions(), **kwargs)
+    return ToolServer(m.name, instructions=m.instructions(), **kwargs)

@@ -18,10 +18,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-
 from clawsdk.hookspecs import hookimpl
-from clawsdk.mcp.toolkit import SkillFormatError, load_skill_md, parse_skill_md, skill_server
+from clawsdk.mcp.toolkit import SkillFormatError, ToolServer, load_skill_md, parse_skill_md, skill_server
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +67,7 @@ def find_folder_skills(dirs: list[Path] | None = None) -> dict[str, Any]:
     return found
 
 
-def workspace_skills_server(sandbox: Any, task: Any = None) -> MCPServer:
+def workspace_skills_server(sandbox: Any, task: Any = None) -> ToolServer:
     """Instructions listing the skills in the task's workspace (skills/NAME/SKILL.md)."""
     lines = []
     for f in getattr(task, "workspace", []) if task is not None else []:
@@ -83,7 +81,7 @@ def workspace_skills_server(sandbox: Any, task: Any = None) -> MCPServer:
             lines.append(f"- {m.name}: {m.description} (read {f.path} before using it)")
     text = ("The workspace provides these skills. When a task matches one, read its SKILL.md with the read "
             "tool and follow it.\n" + "\n".join(lines)) if lines else None
-    return MCPServer("workspace-skills", instructions=text)
+    return ToolServer("workspace-skills", instructions=text)
 
 
 @hookimpl

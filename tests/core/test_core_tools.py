@@ -119,3 +119,22 @@ def test_glob_semantics():
     rx = glob_to_regex("**/*.py")
     assert rx.match("a.py") and rx.match("x/y/a.py") and not rx.match("a.pyc")
     assert not glob_to_regex("*.py").match("x/a.py")
+
+
+def test_tool_servers_of_different_sandboxes_stay_bound_to_their_own():
+    """Tool metadata is shared between servers; the functions (and so the sandbox) are not."""
+
+    async def main():
+        a, b = LocalSandbox(SandboxConfig()), LocalSandbox(SandboxConfig())
+        await a.start(TASK)
+        await b.start(TASK)
+        try:
+            async with Client(core_server(a, TASK)) as ca, Client(core_server(b, TASK)) as cb:
+                await ca.call_tool("write", {"path": "who.txt", "content": "a"})
+                await cb.call_tool("write", {"path": "who.txt", "content": "b"})
+            return await a.read("who.txt"), await b.read("who.txt")
+        finally:
+            await a.close()
+            await b.close()
+
+    assert anyio.run(main) == (b"a", b"b")

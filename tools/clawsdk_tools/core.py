@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcp.server.mcpserver import MCPServer
+from clawsdk.mcp.toolkit import ToolServer
 
 from clawsdk_tools.files import MAX_GREP_FILE, MAX_MATCHES, MAX_READ_CHARS, add_fs_tools, glob_to_regex
 from clawsdk_tools.memory import add_memory_tools
@@ -33,34 +33,34 @@ def _lifetime(task: Task | None) -> float:
     return task.limits.timeout_s if task else 600.0
 
 
-def core_server(sandbox: Sandbox, task: Task | None = None) -> MCPServer:
+def core_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
     """The `core` tool server: files and commands in `sandbox`'s workspace."""
     procs = ProcessManager(sandbox, _lifetime(task))
-    server = MCPServer("core", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs))
+    server = ToolServer("core", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs))
     add_fs_tools(server, sandbox)
     add_runtime_tools(server, sandbox, task, procs)
     return server
 
 
-def web_server(sandbox: Sandbox, task: Task | None = None) -> MCPServer:
+def web_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
     """The `web` tool server: web_fetch."""
-    server = MCPServer("web", instructions="web_fetch reads a web page as text. Cite the URL you used.")
+    server = ToolServer("web", instructions="web_fetch reads a web page as text. Cite the URL you used.")
     add_web_tools(server, sandbox, task)
     return server
 
 
-def memory_server(sandbox: Sandbox, task: Task | None = None) -> MCPServer:
+def memory_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
     """The `memory` tool server: memory_search and memory_get."""
-    server = MCPServer("memory", instructions="Your long-term notes are MEMORY.md and memory/*.md in the "
+    server = ToolServer("memory", instructions="Your long-term notes are MEMORY.md and memory/*.md in the "
                        "workspace. Search them with memory_search before answering questions about past work.")
     add_memory_tools(server, sandbox)
     return server
 
 
-def openclaw_server(sandbox: Sandbox, task: Task | None = None) -> MCPServer:
+def openclaw_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
     """Every core tool group in one server."""
     procs = ProcessManager(sandbox, _lifetime(task))
-    server = MCPServer("openclaw", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs))
+    server = ToolServer("openclaw", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs))
     add_fs_tools(server, sandbox)
     add_runtime_tools(server, sandbox, task, procs)
     add_web_tools(server, sandbox, task)
