@@ -148,34 +148,43 @@ async def run(
                                      task_hash=task.hash, sample=sample, attempt=attempt, agent=agent_name,
                                      model=getattr(the_agent, "model", None))
                     recorder = Recorder(writer, rid, attempt, keep=True)
-                    try:
-                        job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
-                                         agent_options=agent_options or {}, sandbox=sandbox, sandbox_config=cfg,
-                                         rollout_id=rid, attempt=attempt)
-                        res = await executor.attempt(job, recorder)
-                    except anyio.get_cancelled_exc_class():
+
+                    async def cancelled() -> None:
                         with anyio.CancelScope(shield=True):
                             await writer.put("finish_rollout", rollout_id=rid, attempt=attempt,
                                              status="cancelled", failure_kind=FailureKind.CANCELLED.value,
                                              scored=False, reward=None, passed=None, error="run cancelled",
                                              n_tool_calls=recorder.n_tool_calls,
                                              n_model_calls=recorder.n_model_calls, duration_s=0.0)
+
+                    try:
+                        job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
+                                         agent_options=agent_options or {}, sandbox=sandbox, sandbox_config=cfg,
+                                         rollout_id=rid, attempt=attempt)
+                        res = await executor.attempt(job, recorder)
+                    except BaseException:  # cancelled (maybe inside an exception group): not finished
+                        await cancelled()
                         raise
                     last = retry == retries or not res.kind.retryable
                     verdict = res.verdict
-                    await writer.put(
-                        "finish_rollout", rollout_id=rid, attempt=attempt,
-                        status="finished" if last else "retrying", failure_kind=res.kind.value,
-                        scored=res.kind.scored, reward=verdict.score if verdict and res.kind.scored else None,
-                        passed=verdict.passed if verdict and res.kind.scored else None, error=res.error,
-                        n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls,
-                        duration_s=res.duration_s,
-                        verdict=verdict.model_dump(mode="json") if verdict else None,
-                    )
+                    with anyio.CancelScope(shield=True):  # the attempt is over: its ending must land
+                        await writer.put(
+                            "finish_rollout", rollout_id=rid, attempt=attempt,
+                            status="finished" if last else "retrying", failure_kind=res.kind.value,
+                            scored=res.kind.scored, reward=verdict.score if verdict and res.kind.scored else None,
+                            passed=verdict.passed if verdict and res.kind.scored else None, error=res.error,
+                            n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls,
+                            duration_s=res.duration_s,
+                            verdict=verdict.model_dump(mode="json") if verdict else None,
+                        )
                     if last:
                         break
                     log.info("rollout %s: %s, retrying (%d/%d)", rid, res.kind.value, retry + 1, retries)
-                    await anyio.sleep(backoff_s * (2**retry))
+                    try:
+                        await anyio.sleep(backoff_s * (2**retry))
+                    except BaseException:
+                        await cancelled()
+                        raise
             outcome = RolloutOutcome(
                 rollout_id=rid, task_id=task.id, sample=sample, kind=res.kind,
                 reward=verdict.score if verdict and res.kind.scored else None,

@@ -99,6 +99,8 @@ def test_sigterm_cancels_cleanly_and_leaves_no_sandbox(tmp_path):
     assert proc.returncode == 130, err
     con = sqlite3.connect(db)
     assert con.execute("SELECT status FROM runs WHERE id = 'kill-me'").fetchone()[0] == "interrupted"
+    statuses = {r[0] for r in con.execute("SELECT status FROM rollouts WHERE run_id = 'kill-me'")}
+    assert "running" not in statuses and statuses <= {"finished", "cancelled"}, statuses
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     con.close()
     assert [p for p in ws.rglob("sb-*")] == [], "a sandbox folder was left behind"
