@@ -1,0 +1,204 @@
+"""Decontamination: keep tasks a model may have trained on out of a benchmark.
+
+Two tests, both against a *training export*: the same task (by content hash), or a
+near-duplicate instruction (Jaccard similarity of word 3-gram shingles at or above a
+threshold). The Jaccard is exact, not a MinHash estimate: an inverted index from shingle
+to training item means each benchmark candidate is compared only with the training items
+that share a shingle with it, which is fast enough for tens of thousands of instructions.
+
+A training export is read from files in whichever shape they come:
+
+- JSONL, one item a line: an object with a task hash (`task_hash`, `hash`, or the same
+  under `metadata`/`clawsdk`) and/or an instruction (`instruction`, `prompt`,
+  `user_query`, `query`, or the first user turn of `messages`); a bare JSON string is a
+  hash if it looks like one, else an instruction;
+- a JSON list of such items;
+- plain text: a line of 64 hex digits is a hash, any other non-empty line an instruction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clawsdk.bench.manifest import ManifestError
+
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+_WORD = re.compile(r"[a-z0-9]+")
+SHINGLE = 3
+DEFAULT_THRESHOLD = 0.7
+
+
+def shingles(text: str, n: int = SHINGLE) -> frozenset[str]:
+    """Word n-grams of the lower-cased text (all words when it is shorter than n)."""
+    words = _WORD.findall(text.lower())
+    if len(words) < n:
+        return frozenset([" ".join(words)]) if words else frozenset()
+    return frozenset(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+@dataclass
+class TrainingSet:
+    """Hashes and instructions a model was trained on."""
+
+    hashes: set[str] = field(default_factory=set)
+    instructions: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._index: dict[str, list[int]] = defaultdict(list)
+        self._shingles: list[frozenset[str]] = []
+        for text in self.instructions:
+            self._add_shingles(text)
+
+    def _add_shingles(self, text: str) -> None:
+        sh = shingles(text)
+        i = len(self._shingles)
+        self._shingles.append(sh)
+        for s in sh:
+            self._index[s].append(i)
+
+    def add(self, hash_: str | None = None, instruction: str | None = None) -> bool:
+        """Add an item; True when it had an instruction to index."""
+        if hash_:
+            self.hashes.add(hash_.lower())
+        if instruction and instruction.strip():
+            self.instructions.append(instruction)
+            self._add_shingles(instruction)
+            return True
+        return False
+
+    def nearest(self, instruction: str) -> tuple[float, int | None]:
+        """The highest Jaccard similarity of `instruction` to a training instruction, and which."""
+        index = self._index
+        mine = shingles(instruction)
+        if not mine:
+            return 0.0, None
+        shared: Counter[int] = Counter()
+        for s in mine:
+            for i in index.get(s, ()):
+                shared[i] += 1
+        best, which = 0.0, None
+        for i, inter in shared.items():
+            sim = inter / (len(mine) + len(self._shingles[i]) - inter)
+            if sim > best:
+                best, which = sim, i
+        return best, which
+
+
+def _item(obj: object) -> tuple[str | None, str | None]:
+    """(hash, instruction) of one export item."""
+    if isinstance(obj, str):
+        s = obj.strip()
+        return (s.lower(), None) if _HASH.match(s.lower()) else (None, s)
+    if not isinstance(obj, dict):
+        return None, None
+    h = None
+    for where in (obj, obj.get("metadata") or {}, obj.get("clawsdk") or {}):
+        if isinstance(where, dict):
+            for key in ("task_hash", "hash"):
+                v = where.get(key)
+                if isinstance(v, str) and _HASH.match(v.lower()):
+                    h = v.lower()
+                    break
+        if h:
+            break
+    text = None
+    for key in ("instruction", "prompt", "user_query", "query"):
+        v = obj.get(key)
+        if isinstance(v, str) and v.strip():
+            text = v
+            break
+    if text is None and isinstance(obj.get("messages"), list):
+        for m in obj["messages"]:
+            if isinstance(m, dict) and m.get("role") == "user":
+                content = m.get("content")
+                if isinstance(content, list):  # content parts
+                    content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+                if isinstance(content, str) and content.strip():
+                    text = content
+                break
+    return h, text
+
+
+def read_training(paths: Iterable[str | Path]) -> TrainingSet:
+    """Read training exports (see the module docstring for the shapes understood)."""
+    ts = TrainingSet()
+    for path in paths:
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except FileNotFoundError:
+            raise ManifestError(f"{p}: no such training export") from None
+        ts.sources.append(str(p))
+        before = (len(ts.hashes), len(ts.instructions))
+        stripped = text.lstrip()
+        if stripped.startswith("["):
+            try:
+                items = json.loads(text)
+            except ValueError as e:
+                raise ManifestError(f"{p}: starts like a JSON list but is not one ({e})") from None
+            for obj in items:
+                ts.add(*_item(obj))
+        else:
+            for lineno, line in enumerate(text.splitlines(), 1):
+                line = line.strip()
+                if not line:
+                    continue
+                if line.startswith(("{", '"')):
+                    try:
+                        obj = json.loads(line)
+                    except ValueError as e:
+                        raise ManifestError(f"{p}:{lineno}: not valid JSON ({e})") from None
+                else:
+                    obj = line
+                ts.add(*_item(obj))
+        if (len(ts.hashes), len(ts.instructions)) == before:
+            raise ManifestError(f"{p}: found no task hash or instruction in it; expected JSONL with "
+                                "task_hash/instruction/prompt/messages, or lines of hashes")
+    return ts
+
+
+def pool_duplicates(items: list[tuple[str, str]], threshold: float = DEFAULT_THRESHOLD) -> dict[str, tuple[str, float]]:
+    """Within a pool of (key, instruction), the later near-duplicates of earlier items: key -> (kept, sim)."""
+    kept = TrainingSet()
+    kept_keys: list[str] = []
+    out: dict[str, tuple[str, float]] = {}
+    for key, text in items:
+        sim, which = kept.nearest(text)
+        if which is not None and sim >= threshold:
+            out[key] = (kept_keys[which], sim)
+            continue
+        if kept.add(instruction=text):
+            kept_keys.append(key)
+    return out
+
+
+def read_datasets(store, dataset_ids: Iterable[str], into: TrainingSet | None = None) -> TrainingSet:
+    """Training exports recorded in the store (`datasets` / `dataset_rows`): their task hashes, and the
+    instructions of those tasks from the store's `tasks` table for the near-duplicate test."""
+    ts = into or TrainingSet()
+    if "dataset_rows" not in store.db.table_names():
+        raise ManifestError(f"{store.path} records no dataset exports (no dataset_rows table)")
+    for ds in dataset_ids:
+        rows = store.query(
+            """SELECT DISTINCT r.task_hash, t.instruction FROM dataset_rows r
+               LEFT JOIN tasks t ON t.hash = r.task_hash WHERE r.dataset_id = ?""", [ds])
+        if not rows:
+            known = [r["id"] for r in store.query("SELECT id FROM datasets ORDER BY created_at DESC LIMIT 5")]
+            raise ManifestError(f"no dataset {ds!r} with rows in {store.path}"
+                                + (f" (recent: {', '.join(known)})" if known else ""))
+        for r in rows:
+            ts.add(r["task_hash"], r["instruction"])
+        ts.sources.append(f"dataset {ds}")
+    return ts

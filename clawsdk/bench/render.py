@@ -1,0 +1,195 @@
+"""A report as a terminal table (rich) or Markdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+
+SUBSCORES_SHOWN = 12
+
+
+def pct(est: dict | None, ci: bool = True) -> str:
+    if not est or est.get("value") is None:
+        return "-"
+    v = f"{100 * est['value']:.1f}"
+    if ci and est.get("low") is not None and est.get("n", 0) > 1:
+        v += f" [{100 * est['low']:.1f}, {100 * est['high']:.1f}]"
+    return v
+
+
+def num(x: float | None, digits: int = 1) -> str:
+    if x is None:
+        return "-"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}f}"
+
+
+def status_line(r: dict) -> str:
+    if r["status"] == "complete":
+        return f"complete: every task has its {r['k']} scored sample(s)"
+    why = f"{r['unscored']} unscored by infrastructure failures, {r.get('pending', 0)} not finished"
+    if r.get("run_status") == "interrupted":
+        why += "; the run was interrupted"
+    return (f"PARTIAL: {r['missing_samples']} sample(s) missing ({why}); scores cover only what was scored. "
+            f"Resume with `clawsdk bench run ... --run-id {r['pins']['run_id']}`")
+
+
+def pins_rows(r: dict) -> list[tuple[str, str]]:
+    p = r["pins"]
+    b = p["bootstrap"]
+    return [
+        ("run", p["run_id"]),
+        ("benchmark", f"{p['benchmark']} ({p['benchmark_hash'][:12]})" if p["benchmark"] else "(tasks of the run)"),
+        ("agent", str(p["agent"])),
+        ("model", ", ".join(p["models"]) or "-"),
+        ("model params", ", ".join(f"{k}={v}" for k, v in sorted(p["model_params"].items())) or "-"),
+        ("judge model", _judge(p)),
+        ("seeds", ", ".join(f"{k}={v}" for k, v in p["seeds"].items()) or "-"),
+        ("samples/task", str(p["samples_per_task"])),
+        ("config hash", p["config_hash"][:16]),
+        ("bootstrap", f"{b['resamples']} resamples over tasks, seed {b['seed']}, {int(100 * b['confidence'])}% CI"),
+        ("clawsdk", p["clawsdk_version"]),
+    ]
+
+
+def short(est: dict | None) -> str:
+    """A compact value [low-high] for narrow terminals."""
+    if not est or est.get("value") is None:
+        return "-"
+    v = f"{100 * est['value']:.1f}"
+    if est.get("low") is not None and est.get("n", 0) > 1:
+        v += f" [{100 * est['low']:.0f}-{100 * est['high']:.0f}]"
+    return v
+
+
+def ending_rows(r: dict) -> list[tuple[str, str, str]]:
+    rows = [(k, str(v), "unscored (excluded)" if k in r["unscored_kinds"] else "scored")
+            for k, v in r["failure_kinds"].items()]
+    if r.get("pending"):
+        rows.append(("(not finished)", str(r["pending"]), "not run yet, or interrupted"))
+    return rows
+
+
+def _judge(p: dict) -> str:
+    pinned, used = p.get("judge_model"), p.get("judges_used") or []
+    if not pinned and not used:
+        return "-"
+    text = pinned or ", ".join(used)
+    if pinned and used and used != [pinned]:
+        text += f" (scored by: {', '.join(used)})"
+    return text
+
+
+def _metric_columns(r: dict, compact: bool = False) -> list[tuple[str, Any]]:
+    """(header, cell function); compact: CIs on pass@1 and mean score only, narrowly written."""
+    main = short if compact else pct
+    rest = (lambda e: pct(e, ci=False)) if compact else pct
+    cols: list[tuple[str, Any]] = [("pass@1", lambda b: main(b["pass@1"])),
+                                   ("mean score", lambda b: main(b["mean_score"]))]
+    for k in r["ks"]:
+        if k == 1:
+            continue
+        cols.append((f"pass@{k}", lambda b, k=k: rest(b["pass@k"][str(k)])))
+        cols.append((f"pass^{k}", lambda b, k=k: rest(b["pass^k"][str(k)])))
+    return cols
+
+
+def terminal(r: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    pins = Table.grid(padding=(0, 2))
+    for k, v in pins_rows(r):
+        pins.add_row(Text(k, style="dim"), v)
+    console.print(pins)
+    style = "green" if r["status"] == "complete" else "bold yellow"
+    console.print(Text(status_line(r), style=style))
+
+    cols = _metric_columns(r, compact=True)
+    table = Table(title="scores (%; 95% CI over tasks in brackets)", title_justify="left")
+    table.add_column("category", no_wrap=True, max_width=28, overflow="ellipsis")
+    table.add_column("tasks", justify="right")
+    for name, _ in cols:
+        table.add_column(name, justify="right")
+    for cat, b in r["categories"].items():
+        table.add_row(cat, f"{b['tasks_scored']}/{b['tasks']}", *[f(b) for _, f in cols])
+    table.add_section()
+    o = r["overall"]
+    table.add_row(Text("all", style="bold"), f"{o['tasks_scored']}/{o['tasks']}", *[f(o) for _, f in cols])
+    console.print(table)
+
+    parts = []
+    if r["subscores"]:
+        shown = sorted(r["subscores"].items(), key=lambda kv: (-kv[1]["n"], kv[0]))[:SUBSCORES_SHOWN]
+        more = len(r["subscores"]) - len(shown)
+        sub = Table(title="sub-scores (mean over the tasks that have them, %)", title_justify="left",
+                    caption=f"{more} more in the Markdown/HTML report" if more else None)
+        sub.add_column("sub-score", max_width=48, overflow="ellipsis", no_wrap=True)
+        sub.add_column("tasks", justify="right")
+        sub.add_column("mean", justify="right")
+        for name, e in shown:
+            sub.add_row(name, str(e["n"]), short(e))
+        parts.append(sub)
+    kinds = Table(title="endings", title_justify="left")
+    kinds.add_column("failure kind")
+    kinds.add_column("rollouts", justify="right")
+    kinds.add_column("")
+    for k, v, note in ending_rows(r):
+        kinds.add_row(k, v, note)
+    parts.append(kinds)
+    cost = Table(title="cost per rollout", title_justify="left")
+    for col in ("", "mean", "median", "total"):
+        cost.add_column(col, justify="right" if col else "left")
+    for key, label in _COST_ROWS:
+        s = r["cost"][key]
+        cost.add_row(label, num(s["mean"]), num(s["median"]), num(s["total"]))
+    parts.append(cost)
+    console.print(Group(*parts))
+
+
+_COST_ROWS = (("model_calls", "turns (model calls)"), ("tool_calls", "tool calls"),
+              ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens"),
+              ("duration_s", "time (s)"))
+
+
+def _md_table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
+    align = align or ["l"] + ["r"] * (len(header) - 1)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    esc = [[c.replace("|", "\\|") for c in row] for row in rows]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in esc]
+    return "\n".join(lines)
+
+
+def markdown(r: dict, *, title: str | None = None) -> str:
+    p = r["pins"]
+    out = [f"# {title or 'Benchmark report: ' + (p['benchmark'] or p['run_id'])}", ""]
+    out.append(_md_table(["", ""], [[k, f"`{v}`" if k in ("config hash", "run") else v] for k, v in pins_rows(r)],
+                         ["l", "l"]))
+    out += ["", f"**{status_line(r)}**", "", "## Scores", "",
+            "Percent; 95% bootstrap confidence intervals over tasks in brackets. Unscored rollouts "
+            "(infrastructure failures) are excluded, never counted as zeros.", ""]
+    cols = _metric_columns(r)
+    rows = [[cat, f"{b['tasks_scored']}/{b['tasks']}", *[f(b) for _, f in cols]] for cat, b in r["categories"].items()]
+    o = r["overall"]
+    rows.append(["**all**", f"{o['tasks_scored']}/{o['tasks']}", *[f"**{f(o)}**" for _, f in cols]])
+    out.append(_md_table(["category", "tasks", *[n for n, _ in cols]], rows))
+    if r["subscores"]:
+        out += ["", "## Sub-scores", ""]
+        out.append(_md_table(["sub-score", "tasks", "mean"],
+                             [[n, str(e["n"]), pct(e)] for n, e in r["subscores"].items()]))
+    out += ["", "## Endings", ""]
+    out.append(_md_table(["failure kind", "rollouts", ""], [list(x) for x in ending_rows(r)]))
+    out += ["", "## Cost per rollout", ""]
+    out.append(_md_table(["", "mean", "median", "total"],
+                         [[label, num(r["cost"][k]["mean"]), num(r["cost"][k]["median"]), num(r["cost"][k]["total"])]
+                          for k, label in _COST_ROWS]))
+    out += ["", "## Tasks", ""]
+    out.append(_md_table(["task", "category", "weight", "scored", "passed", "mean score", "unscored"],
+                         [[t["id"], t["category"] or "-", f"{t['weight']:g}", str(t["n"]), str(t["passed"]),
+                           pct({"value": t["mean_score"]}, ci=False),
+                           ", ".join(f"{k} {v}" for k, v in t["unscored"].items()) or "-"] for t in r["tasks"]]))
+    return "\n".join(out) + "\n"
