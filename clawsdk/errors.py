@@ -41,6 +41,12 @@ class AgentError(RolloutError):
     kind = FailureKind.AGENT_ERROR
 
 
+class AgentTimeout(RolloutError):
+    """The agent ran out of its budget (turns, tokens, generation wall clock) before finishing."""
+
+    kind = FailureKind.AGENT_TIMEOUT
+
+
 class ModelError(RolloutError):
     kind = FailureKind.MODEL_ERROR
 

@@ -26,9 +26,25 @@ log = logging.getLogger(__name__)
 DEFAULT_PLUGINS = (
     "clawsdk_plugins.sources",
     "clawsdk_plugins.sandbox_local",
+    "clawsdk_plugins.sandbox_bwrap",
+    "clawsdk_plugins.sandbox_docker",
     "clawsdk_plugins.agents",
+    "clawsdk_plugins.executors",
+    "clawsdk_plugins.executor_ray",
     "clawsdk_plugins.verifiers",
+    "clawsdk_plugins.clawgym",
+    "clawsdk_plugins.pinchbench",
+    "clawsdk_plugins.models_openai",
+    "clawsdk_plugins.models_local",
+    "clawsdk_plugins.agent_toolloop",
+    "clawsdk_plugins.agent_replay",
+    "clawsdk_plugins.bench",
+    "clawsdk_plugins.synth",
     "clawsdk_tools.plugin",
+    "clawsdk_plugins.skills",
+    "clawsdk_plugins.agent_harness",
+    "clawsdk_plugins.mcp_commands",
+    "clawsdk_plugins.trainers",
 )
 
 KINDS = {

@@ -164,3 +164,153 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
             raise
         ran.append(name)
     return ran
+
+
+@migration
+def m002_benchmarks(db: sqlite_utils.Database) -> None:
+    """Benchmarks: the frozen manifests built or run, and which run scored which manifest
+    (a run stays 'partial' until every task has its k scored samples)."""
+    db.execute(
+        """
+        CREATE TABLE benchmarks (
+            hash TEXT PRIMARY KEY,        -- Manifest.hash: tasks, weights, judge model
+            name TEXT NOT NULL,
+            version TEXT NOT NULL,
+            n_tasks INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            data TEXT NOT NULL            -- JSON: the whole manifest, build log included
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE bench_runs (
+            run_id TEXT PRIMARY KEY REFERENCES runs(id),
+            benchmark_hash TEXT NOT NULL REFERENCES benchmarks(hash),
+            samples INTEGER NOT NULL,     -- k samples per task asked for
+            status TEXT NOT NULL,         -- partial | complete
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )"""
+    )
+
+
+@migration
+def m003_synthesis(db: sqlite_utils.Database) -> None:
+    """Task synthesis: every candidate task, each gate's verdict and output, and why a candidate was
+    dropped, so a user can ask why and an interrupted synthesis can resume."""
+    db.execute(
+        """
+        CREATE TABLE synth_runs (
+            id TEXT PRIMARY KEY,          -- the synthesis run id (--run-id); a rerun with it resumes
+            route TEXT NOT NULL,          -- procedural | persona | skill
+            created_at TEXT NOT NULL,
+            updated_at TEXT,
+            status TEXT NOT NULL,         -- running | finished | interrupted
+            out_dir TEXT,                 -- where accepted tasks are written
+            config TEXT                   -- JSON: the options it ran with
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE synth_candidates (
+            id TEXT PRIMARY KEY,          -- <run id>/<index>
+            run_id TEXT NOT NULL REFERENCES synth_runs(id),
+            idx INTEGER NOT NULL,
+            route TEXT NOT NULL,
+            category TEXT,
+            seed TEXT,                    -- JSON: what it was made from (family/level, persona/operations, skills)
+            status TEXT NOT NULL,         -- pending | accepted | rejected | error
+            stage TEXT,                   -- the last stage it reached (where it was dropped, if it was)
+            reason TEXT,                  -- why it was dropped or failed, for humans
+            task_id TEXT,
+            task_hash TEXT,
+            state TEXT,                   -- JSON: the candidate after its last finished stage (resume)
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (run_id, idx)
+        )"""
+    )
+    db.execute("CREATE INDEX synth_candidates_status ON synth_candidates(run_id, status)")
+    db.execute("CREATE INDEX synth_candidates_task ON synth_candidates(task_id)")
+    db.execute(
+        """
+        CREATE TABLE synth_stages (
+            id INTEGER PRIMARY KEY,
+            candidate_id TEXT NOT NULL REFERENCES synth_candidates(id),
+            stage TEXT NOT NULL,          -- draft | leak_judge | workspace | verifier | rubric | dedup | assemble
+                                          -- | generate | distinct | untouched_fails | reference_passes
+            round INTEGER NOT NULL DEFAULT 0,  -- repair round within a stage
+            verdict TEXT NOT NULL,        -- pass | fail | repair | error
+            detail TEXT,                  -- the reason, for humans
+            output TEXT,                  -- JSON: what the stage produced (model text, scores)
+            duration_s REAL,
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX synth_stages_candidate ON synth_stages(candidate_id, id)")
+
+
+@migration
+def m004_judge_cache(db: sqlite_utils.Database) -> None:
+    """Rubric-judge answers by (judge model, prompt hash): re-scoring the same workspace costs no model call."""
+    db.execute(
+        """
+        CREATE TABLE judge_cache (
+            model TEXT NOT NULL,          -- the judge: its Model.name, else BACKEND[:MODEL]
+            prompt_hash TEXT NOT NULL,    -- sha256 of the judge's messages and max_tokens
+            response TEXT NOT NULL,       -- the judge's answer text, parsed again on a hit
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (model, prompt_hash)
+        )"""
+    )
+
+
+@migration
+def m005_training_lineage(db: sqlite_utils.Database) -> None:
+    """Training lineage: each exported dataset (versioned by name) with the rollouts or tasks it holds,
+    and each checkpoint with the dataset, runs and base model that trained it."""
+    db.execute(
+        """
+        CREATE TABLE datasets (
+            id TEXT PRIMARY KEY,          -- NAME@vVERSION
+            name TEXT NOT NULL,
+            version INTEGER NOT NULL,     -- 1, 2, ... per name: every export of a name is a new version
+            kind TEXT NOT NULL,           -- sft | preference | rl
+            format_version INTEGER NOT NULL,  -- the export layout's version (clawsdk.data.export.FORMAT_VERSION)
+            path TEXT,                    -- the export folder
+            n_rows INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,   -- sha256 of the rows as written
+            selection TEXT,               -- JSON: the selection rules and the runs they were applied to
+            created_at TEXT NOT NULL,
+            UNIQUE (name, version)
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE dataset_rows (
+            dataset_id TEXT NOT NULL REFERENCES datasets(id),
+            row INTEGER NOT NULL,         -- the row index in the export
+            role TEXT NOT NULL,           -- example | chosen | rejected | task
+            rollout_id TEXT,              -- the rollout it was built from (NULL for an RL task row)
+            attempt INTEGER,
+            task_hash TEXT NOT NULL,
+            PRIMARY KEY (dataset_id, row, role)
+        )"""
+    )
+    db.execute("CREATE INDEX dataset_rows_rollout ON dataset_rows(rollout_id)")
+    db.execute(
+        """
+        CREATE TABLE checkpoints (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            trainer TEXT NOT NULL,        -- trainer plugin name: trl-sft | trl-grpo | ...
+            base_model TEXT NOT NULL,     -- what it started from: a path, a hub id, or another checkpoint's path
+            parent_id TEXT,               -- the checkpoint it continued from, if it was one
+            dataset_id TEXT REFERENCES datasets(id),  -- the data it trained on
+            path TEXT NOT NULL,           -- where the weights are (evaluate with --model transformers:PATH)
+            runs TEXT,                    -- JSON: run ids of the rollouts generated while training (RL)
+            config TEXT,                  -- JSON: the trainer options
+            metrics TEXT                  -- JSON: steps, loss, reward, wall time
+        )"""
+    )
+    db.execute("CREATE INDEX checkpoints_dataset ON checkpoints(dataset_id)")
