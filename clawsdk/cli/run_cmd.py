@@ -51,12 +51,14 @@ def print_task_errors(errors: list[TaskFormatError]) -> None:
 @click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it.")
 @click.option("--executor", "-x", default="local", show_default=True, help="Where rollouts run (local, ray).")
 @click.option("--executor-opt", "executor_opts", multiple=True, metavar="KEY=VALUE",
-              help="Option for the executor (e.g. address=ray://host:10001).")
+              help="Option for the executor (e.g. num_cpus=4).")
+@click.option("--ray-address", default=None, help="Run on this Ray cluster (implies --executor ray; 'auto' joins "
+              "the local node's cluster).")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @friendly_errors
 def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root, samples, concurrency, retries,
-                run_id, executor, executor_opts, db, as_json):
+                run_id, executor, executor_opts, ray_address, db, as_json):
     """Run AGENT on every task in TASKS (folders, or SOURCE:PATH), SAMPLES times each.
 
     Tasks that cannot be read are reported, recorded and skipped; the others run.
@@ -97,8 +99,9 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
             loaded, agent=agent, agent_options=options, sandbox=sandbox,
             sandbox_config=SandboxConfig(root=sandbox_root), samples=samples, concurrency=concurrency,
             run_id=run_id, db=db, retries=retries, task_errors=errors, on_rollout=on_rollout,
-            handle_signals=True, executor=executor,
-            executor_options=parse_options(executor_opts, "--executor-opt"),
+            handle_signals=True, executor="ray" if ray_address else executor,
+            executor_options=parse_options(executor_opts, "--executor-opt")
+            | ({"address": ray_address} if ray_address else {}),
         ))
         progress.update(bar, completed=result.skipped + len(result.outcomes))
     summary = summarize(result)
