@@ -11,8 +11,13 @@ from clawsdk.store.store import default_db_path
 @click.command("watch")
 @db_option
 @click.option("--run", "run_id", default=None, help="Open this run's rollouts directly.")
-@click.option("--interval", default=0.5, show_default=True, type=click.FloatRange(0.05, 60),
-              help="Seconds between looks at the store.")
+@click.option(
+    "--interval",
+    default=0.5,
+    show_default=True,
+    type=click.FloatRange(0.05, 60),
+    help="Seconds between looks at the store.",
+)
 @friendly_errors
 def watch_command(db, run_id, interval):
     """Watch runs and rollouts live: progress, failures, and each rollout's events as they happen.
