@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from collections import Counter, defaultdict
 
 import anyio
@@ -56,15 +57,18 @@ def print_task_errors(errors: list[TaskFormatError]) -> None:
               "the local node's cluster).")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--watch", is_flag=True, help="Show the live terminal view while the run goes on (needs textual).")
 @friendly_errors
 def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root, samples, concurrency, retries,
-                run_id, executor, executor_opts, ray_address, db, as_json):
+                run_id, executor, executor_opts, ray_address, db, as_json, watch):
     """Run AGENT on every task in TASKS (folders, or SOURCE:PATH), SAMPLES times each.
 
     Tasks that cannot be read are reported, recorded and skipped; the others run.
     Interrupt with Ctrl-C: rollouts in flight are cancelled, their sandboxes removed, and
     `clawsdk run ... --run-id ID` finishes the rest.
     """
+    if watch:
+        return run_and_watch(run_id, db)
     loaded, errors = load_all(tasks)
     print_task_errors(errors)
     if not loaded:
@@ -111,6 +115,36 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
         print_summary(summary)
     if result.interrupted:
         sys.exit(130)
+
+
+def run_and_watch(run_id: str | None, db: str | None) -> None:
+    """The same run in a child process, the watch view in this one; the summary when both are done."""
+    import subprocess
+
+    from clawsdk.cli.watch_cmd import watch_command
+    from clawsdk.runtime.runner import new_run_id
+    from clawsdk.store.store import Store, default_db_path
+
+    run_id = run_id or new_run_id()
+    db_path = Path(db) if db else default_db_path()
+    Store(db_path).close()  # create and migrate it before the view opens it read-only
+    argv = [a for a in sys.argv[1:] if a != "--watch"]
+    if "--run-id" not in argv:
+        argv += ["--run-id", run_id]
+    log = db_path.parent / f"run-{run_id}.log"
+    with open(log, "w") as out:
+        child = subprocess.Popen([sys.executable, "-m", "clawsdk", *argv], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            click.get_current_context().invoke(watch_command, db=str(db_path), run_id=run_id, interval=0.5)
+            if child.poll() is None:
+                err_console.print(f"the run goes on: waiting for it (Ctrl-C stops it; resume with --run-id {run_id})")
+            child.wait()
+        except KeyboardInterrupt:
+            child.terminate()
+            child.wait()
+    click.echo(log.read_text(), nl=False)
+    if child.returncode:
+        sys.exit(child.returncode)
 
 
 def summarize(result: RunResult) -> dict:

@@ -105,7 +105,9 @@ def test_a_full_workspace_disk_is_the_agents_problem_not_a_crash(tmp_path, db):
         agent = ScriptedAgent([{"tool": "write", "args": {"path": "big.txt", "content": "x" * 3_000_000}},
                                {"tool": "exec", "args": {"command": "head -c 5000000 /dev/zero > big2"}},
                                {"tool": "write", "args": {"path": "done.txt", "content": "done"}}])
-        [o] = run_sync(tasks, agent=agent, db=db, sandbox_config=SandboxConfig(root=str(mnt))).outcomes
+        # local: bwrap puts each workspace on a size-limited tmpfs of its own (tests/sandbox covers that)
+        [o] = run_sync(tasks, agent=agent, db=db, sandbox="local",
+                       sandbox_config=SandboxConfig(root=str(mnt))).outcomes
         with Store(db) as store:
             results = [e["payload"] for e in store.events(o.rollout_id) if e["kind"] == "tool_result"]
         assert results[0]["is_error"] and "No space left" in results[0]["content"]

@@ -125,7 +125,7 @@ def test_harness_rollout_records_every_model_call_through_the_proxy(tmp_path, db
         async with serving(upstream) as url:
             agent = HarnessAgent(command=f"python3 {tmp_path / 'harness.py'}", base_url=url + "/v1",
                                  model="scripted-7b", api_key_env="UPSTREAM_KEY")
-            return await run([task], agent=agent, db=db, run_id="h1")
+            return await run([task], agent=agent, db=db, run_id="h1", sandbox="local")
 
     result = anyio.run(main)
     (outcome,) = result.outcomes
