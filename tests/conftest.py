@@ -42,6 +42,22 @@ def make_task(root: Path, task_id: str = "t1", *, instruction: str = "Write done
     return folder
 
 
+def count_finished(db: Path) -> int:
+    """Finished rollouts in a store another process may be writing (0 before it exists)."""
+    import sqlite3
+
+    if not Path(db).exists():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT COUNT(*) FROM rollouts WHERE status = 'finished'").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.OperationalError:
+        return 0
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "store.db"

@@ -36,6 +36,19 @@ class ExecResult:
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
 
+    @classmethod
+    def from_output(cls, code: int, out: bytes, err: bytes, *, timed_out: bool, duration_s: float, cut: bool,
+                    limit: int, timeout: float) -> ExecResult:
+        """The result as every backend reports it: decoded, with notes for a cut output and a timeout (124)."""
+        stdout = out.decode("utf-8", "replace")
+        stderr = err.decode("utf-8", "replace")
+        if cut:
+            stdout += f"\n[output cut at {limit} bytes]"
+        if timed_out:
+            stderr += f"\n[killed after the {timeout:g} s timeout]"
+            code = 124
+        return cls(code, stdout, stderr, timed_out, duration_s, cut)
+
 
 @dataclass
 class Entry:

@@ -300,14 +300,8 @@ class HostDirSandbox(Sandbox):
             kill_group(proc.pid)
             self._groups.discard(proc.pid)
         code = proc.returncode if proc.returncode is not None else -9
-        stdout = out.decode("utf-8", "replace")
-        stderr = err.decode("utf-8", "replace")
-        if cut[0]:
-            stdout += f"\n[output cut at {limit} bytes]"
-        if timed_out:
-            stderr += f"\n[killed after the {timeout:g} s timeout]"
-            code = 124
-        return ExecResult(code, stdout, stderr, timed_out, time.perf_counter() - started, cut[0])
+        return ExecResult.from_output(code, out, err, timed_out=timed_out, duration_s=time.perf_counter() - started,
+                                      cut=cut[0], limit=limit, timeout=timeout)
 
 
 def _size(p: Path) -> int:

@@ -16,7 +16,8 @@ TASK_FILE = "task.yaml"
 _FOLDER_FIELDS = ("workspace", "hidden")
 
 
-def _read_files(folder: Path) -> list[File]:
+def read_files(folder: Path, prefix: str = "") -> list[File]:
+    """Every file under `folder` as a File (paths relative to it, after `prefix`); symlinks are refused."""
     files = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
@@ -24,7 +25,7 @@ def _read_files(folder: Path) -> list[File]:
             p = Path(dirpath) / name
             if p.is_symlink():
                 raise TaskFormatError(str(p), "symlinks are not allowed in task files")
-            rel = p.relative_to(folder).as_posix()
+            rel = prefix + p.relative_to(folder).as_posix()
             files.append(File.from_bytes(rel, p.read_bytes(), executable=os.access(p, os.X_OK)))
     return files
 
@@ -68,7 +69,7 @@ def load_task(folder: str | os.PathLike) -> Task:
     try:
         for name in _FOLDER_FIELDS:
             sub = folder / name
-            data[name] = _read_files(sub) if sub.is_dir() else []
+            data[name] = read_files(sub) if sub.is_dir() else []
         if "solution" not in data:
             data["solution"] = _read_solution(folder / "solution")
         task = Task.model_validate(data)
@@ -116,15 +117,15 @@ def _check_verifier(task: Task, spec_path: Path) -> None:
         raise TaskFormatError(str(spec_path), str(e), field="verifier", task_id=task.id) from None
 
 
-def find_task_folders(root: str | os.PathLike) -> list[Path]:
-    """Every folder holding a task.yaml under root; a task folder is not searched further."""
+def find_task_folders(root: str | os.PathLike, marker: str = TASK_FILE) -> list[Path]:
+    """Every folder holding `marker` under root; such a folder is not searched further, nor hidden ones."""
     root = Path(root)
-    if (root / TASK_FILE).is_file():
+    if (root / marker).is_file():
         return [root]
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        if TASK_FILE in filenames:
+        if marker in filenames:
             found.append(Path(dirpath))
             dirnames[:] = []
         else:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shlex
 import time
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
+from clawsdk.tasks import native
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
@@ -67,16 +67,7 @@ if __name__ == "__main__":
 
 
 def _folder_files(folder: Path, prefix: str = "") -> list[File]:
-    files = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            if p.is_symlink():
-                raise TaskFormatError(str(p), "symlinks are not allowed in task files")
-            rel = prefix + p.relative_to(folder).as_posix()
-            files.append(File.from_bytes(rel, p.read_bytes(), executable=os.access(p, os.X_OK)))
-    return files
+    return native.read_files(folder, prefix)
 
 
 def _clean_category(value: Any) -> str | None:
@@ -303,17 +294,7 @@ def validation_message_of(e: Exception) -> str:
 
 
 def find_task_folders(root: Path) -> list[Path]:
-    if (root / ENTRY_FILE).is_file():
-        return [root]
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        if ENTRY_FILE in filenames:
-            found.append(Path(dirpath))
-            dirnames[:] = []
-        else:
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-    return found
+    return native.find_task_folders(root, ENTRY_FILE)
 
 
 class ClawGymSource:

@@ -277,14 +277,8 @@ class DockerSandbox(IsolatedHostDirSandbox):
         code = -9 if code is None else code
         if code == 137 and elapsed >= timeout * 0.99:
             timed_out = True
-        stdout = out.decode("utf-8", "replace")
-        stderr = err.decode("utf-8", "replace")
-        if cut[0]:
-            stdout += f"\n[output cut at {limit} bytes]"
-        if timed_out:
-            stderr += f"\n[killed after the {timeout:g} s timeout]"
-            code = 124
-        return ExecResult(code, stdout, stderr, timed_out, elapsed, cut[0])
+        return ExecResult.from_output(code, out, err, timed_out=timed_out, duration_s=elapsed, cut=cut[0],
+                                      limit=limit, timeout=timeout)
 
     async def _kill_all(self) -> None:
         api = self.client.api

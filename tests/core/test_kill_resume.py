@@ -11,21 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, count_finished
 
 CLI = [sys.executable, "-c", "from clawsdk.cli import main; main()"]
-
-
-def finished(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        n = con.execute("SELECT COUNT(*) FROM rollouts WHERE status = 'finished'").fetchone()[0]
-        con.close()
-        return n
-    except sqlite3.OperationalError:
-        return 0
 
 
 def start_run(db: Path, sandbox_root: Path, *extra: str) -> subprocess.Popen:
@@ -71,10 +59,10 @@ def test_sigkill_halfway_then_resume_finishes_without_duplicates(tmp_path):
     db = tmp_path / "store.db"
     proc = start_run(db, tmp_path / "ws")
     total = 3 * len(list((tmp_path / "tasks").rglob("task.yaml")))
-    wait_for(lambda: finished(db) >= total // 3 or proc.poll() is not None)
+    wait_for(lambda: count_finished(db) >= total // 3 or proc.poll() is not None)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done_before = finished(db)
+    done_before = count_finished(db)
     assert done_before < total, "the run finished before it could be killed; make the workload larger"
 
     rerun = start_run(db, tmp_path / "ws")
@@ -93,7 +81,7 @@ def test_sigterm_cancels_cleanly_and_leaves_no_sandbox(tmp_path):
     db = tmp_path / "store.db"
     ws = tmp_path / "ws"
     proc = start_run(db, ws)
-    wait_for(lambda: finished(db) >= 3 or proc.poll() is not None)
+    wait_for(lambda: count_finished(db) >= 3 or proc.poll() is not None)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

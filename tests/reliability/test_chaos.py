@@ -11,20 +11,10 @@ import time
 
 import pytest
 
-from tests.conftest import make_task
+from tests.conftest import count_finished, make_task
 
 CLI = [sys.executable, "-c", "from clawsdk.cli import main; main()"]
 TASKS, SAMPLES, KILLS = 100, 5, 6
-
-
-def count_finished(db) -> int:
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        n = con.execute("SELECT COUNT(*) FROM rollouts WHERE status = 'finished'").fetchone()[0]
-        con.close()
-        return n
-    except sqlite3.OperationalError:
-        return 0
 
 
 @pytest.mark.slow
