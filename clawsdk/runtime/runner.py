@@ -26,7 +26,7 @@ from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent
 from clawsdk.runtime.recorder import Recorder
-from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
+from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, default_sandbox
 from clawsdk.store.store import Store, default_db_path
