@@ -18,8 +18,17 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# One task per category, so the embedded model works them in a few minutes on 2 cores.
+DEMO_TASKS := $(addprefix examples/tasks/,monthly-expense-report subtitle-resync weekly-meeting-schedule \
+	eml-contacts fix-slugify-bug photo-rename-by-date)
+
 demo: $(STAMP)
-	$(VENV)/bin/clawsdk run examples/tasks --agent oracle --sandbox local --samples 1 --concurrency 4 --run-id demo-oracle
+	@echo "== the reference solutions (oracle agent): every task must pass"
+	$(VENV)/bin/clawsdk run examples/tasks --agent oracle --sandbox local --concurrency 4 --run-id demo-oracle
+	@echo "== the embedded model (SmolLM2-135M on the CPU) working the same kind of tasks"
+	$(VENV)/bin/clawsdk run $(DEMO_TASKS) --agent tool-loop --model embedded --sandbox local --concurrency 6 \
+		--agent-opt tool_choice=required --agent-opt tools=read,write,ls,exec --agent-opt max_turns=2 \
+		--agent-opt max_tokens=96 --run-id demo-embedded
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

@@ -1,0 +1,246 @@
+"""The `tool-loop` agent: a chat model calling the task's MCP tools until it answers or calls `finish`.
+
+Every model call is recorded (model_request / model_response) and every tool call goes through
+the tool session (tool_call / tool_result), so the trajectory in the store is complete. A tool
+call the model botches is answered with an error it can read and fix, and recorded; it never
+ends the rollout. Budgets: turns, tokens per turn and per rollout, a wall clock per model call
+(within the task's own timeout). Running out of any of them ends the rollout as agent_timeout.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+from clawsdk.errors import AgentError, AgentTimeout
+from clawsdk.hookspecs import hookimpl
+from clawsdk.models import toolcalls
+from clawsdk.models.base import ChatResponse, Model
+from clawsdk.plugins import get_registry
+from clawsdk.runtime.agent import Agent, AgentContext
+
+SYSTEM_PROMPT = """You are a careful assistant that completes the user's task inside a workspace folder.
+Use the tools to look at files, run commands and write the results the task asks for. Paths are relative to the workspace.
+Work step by step: call one tool, read its result, then decide the next step.
+When the task is done, call `finish` with a one-line summary."""
+
+FINISH_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "finish",
+        "description": "Call when the task is complete. Ends your turn for good.",
+        "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}},
+    },
+}
+
+ELIDED = "[output elided to save context; run the tool again if you need it]"
+
+
+def resolve_model(spec: str | Model, **options: Any) -> Model:
+    """'BACKEND' or 'BACKEND:NAME' (e.g. embedded, openai:gpt-4o-mini, transformers:/ckpt) -> a Model."""
+    if isinstance(spec, Model):
+        return spec
+    backend, _, name = str(spec).partition(":")
+    factory = get_registry().get("models", backend)
+    options = {k: v for k, v in options.items() if v is not None}
+    try:
+        return factory(name=name, **options) if name else factory(**options)
+    except TypeError as e:
+        raise ValueError(f"model backend {backend!r} does not accept these options "
+                         f"({', '.join(sorted(options)) or 'none'}): {e}") from e
+
+
+def truncate_middle(text: str, limit: int) -> str:
+    """Keep the head and tail of a long tool output, with a note saying how to see the rest."""
+    if limit <= 0 or len(text) <= limit:
+        return text
+    head = (limit * 2) // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return (text[:head] + f"\n[... {cut} characters cut from the middle; read the file with offset/limit "
+            f"or grep for what you need ...]\n" + text[len(text) - tail:])
+
+
+class ToolLoopAgent(Agent):
+    """Options (all from --agent-opt KEY=VALUE; --model and --base-url fill the first two):
+
+    model              BACKEND[:NAME], default 'embedded'
+    base_url, api_key  for the openai backend (or $OPENAI_BASE_URL, $OPENAI_API_KEY)
+    max_turns          model calls per rollout (default 30)
+    max_tokens         completion tokens per model call (default 1024)
+    max_rollout_tokens completion tokens per rollout (default 32768)
+    temperature, top_p, seed
+    turn_timeout_s     wall clock per model call (default 300; always within the task's timeout)
+    max_tool_output_chars  longer tool outputs are cut in the middle with a note (default 8000)
+    max_context_chars  older tool outputs are elided past this (default: from the model's context window)
+    system_prompt      replaces the built-in system prompt
+    finish_tool        offer the `finish` tool (default true)
+    tool_choice        auto (default) or required: every answer must be a tool call (end with `finish`);
+                       local backends start the answer with <tool_call>, which gets tiny models calling tools
+    tools              offer only these tools (comma-separated names; default: all the task's tools)
+    any other option goes to the model backend (e.g. concurrency, timeout_s, retries, device)
+    """
+
+    name = "tool-loop"
+
+    def __init__(self, model: str | Model = "embedded", *, base_url: str | None = None, api_key: str | None = None,
+                 max_turns: int = 30, max_tokens: int = 1024, max_rollout_tokens: int = 32768,
+                 temperature: float | None = 0.0, top_p: float | None = None, seed: int | None = None,
+                 turn_timeout_s: float = 300.0, max_tool_output_chars: int = 8000,
+                 max_context_chars: int | None = None, system_prompt: str | None = None,
+                 finish_tool: bool = True, tools: str | list[str] | None = None, tool_choice: str = "auto",
+                 **model_options: Any):
+        if max_turns < 1 or max_tokens < 1 or max_rollout_tokens < 1 or turn_timeout_s <= 0:
+            raise ValueError("max_turns, max_tokens, max_rollout_tokens and turn_timeout_s must be positive")
+        self.llm = resolve_model(model, base_url=base_url, api_key=api_key, **model_options)
+        self.model = self.llm.name
+        self.max_turns = int(max_turns)
+        self.max_tokens = int(max_tokens)
+        self.max_rollout_tokens = int(max_rollout_tokens)
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self.turn_timeout_s = float(turn_timeout_s)
+        self.max_tool_output_chars = int(max_tool_output_chars)
+        window = getattr(self.llm, "context_window", None)
+        # about 3 characters a token, less room for the answer
+        self.max_context_chars = max_context_chars or (int((window - self.max_tokens) * 3) if window else None)
+        self.system_prompt = system_prompt or SYSTEM_PROMPT
+        self.finish_tool = finish_tool
+        if isinstance(tools, str):
+            tools = [t.strip() for t in tools.split(",") if t.strip()]
+        self.only_tools = list(tools) if tools else None
+        if tool_choice not in ("auto", "required"):
+            raise ValueError(f"tool_choice must be auto or required, not {tool_choice!r}")
+        self.tool_choice = tool_choice
+
+    def build_system_prompt(self, ctx: AgentContext) -> str:
+        parts = [self.system_prompt.strip()]
+        for server, text in ctx.tools.instructions().items():
+            parts.append(f"## {server}\n{text.strip()}")
+        return "\n\n".join(parts)
+
+    def fit_context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages to send: past the context budget, the oldest tool outputs are elided first."""
+        if not self.max_context_chars:
+            return messages
+        size = sum(len(str(m.get("content") or "")) for m in messages)
+        if size <= self.max_context_chars:
+            return messages
+        fitted = copy.deepcopy(messages)
+        last_turn = max((i for i, m in enumerate(fitted) if m["role"] == "assistant"), default=len(fitted))
+        for m in fitted[:last_turn]:  # keep the outputs the model has not yet answered
+            if size <= self.max_context_chars:
+                break
+            content = str(m.get("content") or "")
+            if m["role"] == "tool" and len(content) > len(ELIDED):
+                size -= len(content) - len(ELIDED)
+                m["content"] = ELIDED
+        return fitted
+
+    async def run(self, ctx: AgentContext) -> None:
+        tools = [spec.openai() for spec in ctx.tools.tools()]
+        names = {t["function"]["name"] for t in tools}
+        if self.only_tools:
+            missing = sorted(set(self.only_tools) - names - {"finish"})
+            if missing:
+                raise AgentError(f"tools={','.join(self.only_tools)}: task {ctx.task.id} offers no tool "
+                                 f"{', '.join(missing)} (it has {', '.join(sorted(names))})")
+            tools = [t for t in tools if t["function"]["name"] in self.only_tools]
+            names = {t["function"]["name"] for t in tools}
+        if self.finish_tool and "finish" not in names:
+            tools.append(FINISH_TOOL)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.build_system_prompt(ctx)},
+            {"role": "user", "content": ctx.instruction},
+        ]
+        started = time.monotonic()
+        used_tokens = 0
+        for turn in range(self.max_turns):
+            left_s = ctx.task.limits.timeout_s - (time.monotonic() - started)
+            max_tokens = min(self.max_tokens, self.max_rollout_tokens - used_tokens)
+            if max_tokens <= 0:
+                raise AgentTimeout(f"used the rollout's {self.max_rollout_tokens} completion tokens "
+                                   f"without finishing (max_rollout_tokens)")
+            params: dict[str, Any] = {"max_tokens": max_tokens,
+                                      "timeout_s": round(max(0.1, min(self.turn_timeout_s, left_s)), 3)}
+            if self.tool_choice != "auto":
+                params["tool_choice"] = self.tool_choice
+            for key in ("temperature", "top_p", "seed"):
+                if getattr(self, key) is not None:
+                    params[key] = getattr(self, key)
+            prompt = self.fit_context(messages)
+            await ctx.recorder.record("model_request", {"model": self.model, "turn": turn, "messages": list(prompt),
+                                                        "tools": tools, "params": params})
+            t0 = time.perf_counter()
+            response = await self.llm.chat(prompt, tools, **params)
+            await self._record_response(ctx, turn, response, (time.perf_counter() - t0) * 1000)
+            used_tokens += response.usage.get("completion_tokens") or len(str(response.message.get("content") or "")) // 4
+            if response.finish_reason == "timeout":
+                raise AgentTimeout(f"the model was still generating after {params['timeout_s']:g} s "
+                                   f"(turn {turn}); cut by the wall-clock limit")
+            if await self._act(ctx, response.message, messages, names):
+                return
+        raise AgentTimeout(f"no final answer after {self.max_turns} model turns (max_turns)")
+
+    async def _record_response(self, ctx: AgentContext, turn: int, r: ChatResponse, ms: float) -> None:
+        payload: dict[str, Any] = {"model": self.model, "turn": turn, "message": r.message, "usage": r.usage,
+                                   "finish_reason": r.finish_reason}
+        for key in ("prompt_token_ids", "completion_token_ids", "logprobs"):
+            value = getattr(r, key)
+            if value is not None:
+                payload[key] = value
+        await ctx.recorder.record("model_response", payload, duration_ms=ms)
+
+    async def _act(self, ctx: AgentContext, message: dict[str, Any], messages: list[dict[str, Any]],
+                   names: set[str]) -> bool:
+        """Run the tool calls of one assistant message; True when the agent is done."""
+        calls = list(message.get("tool_calls") or [])
+        # calls the server left in the text (or that a text-format model botched)
+        parsed = toolcalls.parse_tool_calls(message.get("content") or "") if message.get("content") else None
+        if parsed and (parsed.calls or parsed.errors):
+            calls += toolcalls.openai_tool_calls(parsed.calls)
+            content = parsed.content or None
+            if parsed.errors:  # keep what the model wrote, so it sees its own mistake
+                content = "\n".join(p for p in [parsed.content] + [raw for raw, _ in parsed.errors] if p)
+            message = {**message, "content": content}
+        assistant = {"role": "assistant", "content": message.get("content")}
+        if calls:
+            assistant["tool_calls"] = calls
+        messages.append(assistant)
+        if not calls and not (parsed and parsed.errors):
+            return True  # answered without a tool call
+        done = False
+        for call in calls:
+            fn = call.get("function") or {}
+            name = fn.get("name") or ""
+            args = toolcalls.arguments_of(call)
+            if done:
+                content = "error: not run, `finish` was called before this call"
+            elif name == "finish" and "finish" not in names:
+                await ctx.recorder.record("note", {"event": "finish", "args": args})
+                done = True
+                content = "finished"
+            elif not isinstance(args, dict):
+                error = f"the arguments of {name!r} are not a JSON object: {str(args)[:200]}"
+                await ctx.recorder.record("error", {"kind": "malformed_tool_call", "message": error,
+                                                    "raw": fn.get("arguments")})
+                content = f"error: {error}. {toolcalls.FORMAT_REMINDER}"
+            else:
+                result = await ctx.tools.call(name, args)
+                text = truncate_middle(result.text, self.max_tool_output_chars)
+                content = f"error: {text}" if result.is_error else text
+            messages.append({"role": "tool", "tool_call_id": call.get("id"), "name": name, "content": content})
+        if parsed and parsed.errors:
+            lines = []
+            for raw, error in parsed.errors:
+                await ctx.recorder.record("error", {"kind": "malformed_tool_call", "message": error, "raw": raw})
+                lines.append(f"error: your tool call could not be read: {error}. {toolcalls.FORMAT_REMINDER}")
+            messages.append({"role": "user", "content": toolcalls.format_tool_response("\n".join(lines))})
+        return done
+
+
+@hookimpl
+def register_agents(register):
+    register("tool-loop", ToolLoopAgent)

@@ -1,0 +1,257 @@
+"""The `openai` model backend: any OpenAI-compatible chat-completions endpoint.
+
+vLLM and llama.cpp servers, SGLang, hosted APIs. Every call has a wall-clock limit; 429 and
+5xx answers, dropped connections and timeouts are retried with exponential backoff (honouring
+Retry-After); what still fails raises ModelError, which the runner retries and records as
+unscored. Calls to one model share a named concurrency limit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import secrets
+from typing import Any
+from urllib.parse import urlparse
+
+import anyio
+from anyio.lowlevel import RunVar, current_token
+
+from clawsdk.errors import ModelError
+from clawsdk.hookspecs import hookimpl
+from clawsdk.models import toolcalls
+from clawsdk.models.base import ChatResponse, Model
+
+try:  # mcp 2.x depends on httpx2; plain httpx has the same API
+    import httpx2 as httpx
+except ImportError:  # pragma: no cover
+    import httpx  # type: ignore[no-redef]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_ENV = ("CLAWSDK_OPENAI_KEY", "OPENAI_API_KEY")
+BASE_URL_ENV = ("CLAWSDK_OPENAI_BASE_URL", "OPENAI_BASE_URL")
+RETRY_STATUS = {408, 409, 425, 429}
+SENT_PARAMS = ("max_tokens", "temperature", "top_p", "stop", "seed", "n", "presence_penalty",
+               "frequency_penalty")
+
+_LIMITERS: RunVar[dict[str, anyio.CapacityLimiter]] = RunVar("clawsdk_model_limiters")
+
+
+def model_slots(name: str, capacity: int) -> anyio.CapacityLimiter:
+    """The concurrency limit named `name` in this event loop (shared by every model of that name)."""
+    try:
+        table = _LIMITERS.get()
+    except LookupError:
+        table = {}
+        _LIMITERS.set(table)
+    limiter = table.get(name)
+    if limiter is None:
+        limiter = table[name] = anyio.CapacityLimiter(capacity)
+    elif limiter.total_tokens < capacity:
+        limiter.total_tokens = capacity
+    return limiter
+
+
+def _first_env(names: tuple[str, ...]) -> str | None:
+    for n in names:
+        if os.environ.get(n):
+            return os.environ[n]
+    return None
+
+
+def normalize_base_url(url: str) -> str:
+    url = url.strip().rstrip("/")
+    for suffix in ("/chat/completions", "/completions"):
+        if url.endswith(suffix):
+            url = url[: -len(suffix)]
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"--base-url {url!r} is not an http(s) URL; give e.g. http://127.0.0.1:8000/v1")
+    return url
+
+
+class OpenAIModel(Model):
+    """A model behind an OpenAI-compatible /chat/completions endpoint.
+
+    tool_format: "native" sends tools in the request (the server's parser returns
+    tool_calls; calls it leaves in the text are still found by the tool-loop agent);
+    "clawsdk" renders tools into the system prompt in clawsdk's format and parses the text,
+    for servers started without a tool parser.
+    """
+
+    def __init__(self, name: str | None = None, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 120.0, retries: int = 4, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+                 concurrency: int = 8, limit: str | None = None, tool_format: str = "native",
+                 logprobs: bool = False, token_ids: bool = False, extra_body: dict | None = None,
+                 headers: dict | None = None):
+        if not name:
+            raise ValueError("the openai backend needs a model name: --model openai:NAME "
+                             "(the name the server knows, e.g. openai:Qwen/Qwen2.5-7B-Instruct)")
+        if tool_format not in ("native", "clawsdk"):
+            raise ValueError(f"tool_format must be 'native' or 'clawsdk', not {tool_format!r}")
+        if concurrency < 1 or retries < 0 or timeout_s <= 0:
+            raise ValueError("concurrency must be >= 1, retries >= 0 and timeout_s > 0")
+        self.model_name = name
+        self.name = f"openai:{name}"
+        self.base_url = normalize_base_url(base_url or _first_env(BASE_URL_ENV) or DEFAULT_BASE_URL)
+        self.api_key = api_key or _first_env(KEY_ENV)
+        self.timeout_s = float(timeout_s)
+        self.retries = int(retries)
+        self.backoff_s = float(backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self.concurrency = int(concurrency)
+        self.limit_name = limit or f"{self.name}@{self.base_url}"
+        self.tool_format = tool_format
+        self.logprobs = logprobs
+        self.token_ids = token_ids
+        self.extra_body = dict(extra_body or {})
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        if self.api_key:
+            self.headers["Authorization"] = f"Bearer {self.api_key}"
+        host = urlparse(self.base_url).hostname or ""
+        # a proxy from the environment must not swallow calls to a server on this machine
+        self._trust_env = host not in ("127.0.0.1", "localhost", "::1")
+        self._client: Any = None
+        self._client_token: Any = None
+
+    def _http(self) -> Any:
+        token = current_token()
+        if self._client is None or self._client_token != token:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
+                                             trust_env=self._trust_env)
+            self._client_token = token
+        return self._client
+
+    def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                     params: dict[str, Any]) -> dict[str, Any]:
+        if self.tool_format == "clawsdk":
+            body: dict[str, Any] = {"model": self.model_name, "messages": toolcalls.render_messages(messages, tools)}
+        else:
+            body = {"model": self.model_name, "messages": messages}
+            if tools:
+                body["tools"] = tools
+                if params.get("tool_choice"):
+                    body["tool_choice"] = params["tool_choice"]
+        for key in SENT_PARAMS:
+            if params.get(key) is not None:
+                body[key] = params[key]
+        if params.get("logprobs", self.logprobs):
+            body["logprobs"] = True
+        if params.get("token_ids", self.token_ids):
+            body["return_token_ids"] = True  # vLLM >= 0.10.2
+        body.update(self.extra_body)
+        return body
+
+    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+                   **params: Any) -> ChatResponse:
+        body = self.request_body(messages, tools, params)
+        timeout = float(params.get("timeout_s") or self.timeout_s)
+        url = self.base_url + "/chat/completions"
+        slots = model_slots(self.limit_name, self.concurrency)
+        last = "no attempt made"
+        for attempt in range(self.retries + 1):
+            retry_after: float | None = None
+            try:
+                async with slots:
+                    with anyio.fail_after(timeout):
+                        response = await self._http().post(url, json=body, headers=self.headers)
+                        raw_body = response.content
+            except TimeoutError:
+                last = f"no answer within {timeout:g} s"
+            except httpx.HTTPError as e:  # connection refused or dropped, protocol errors
+                last = f"{type(e).__name__}: {e}"
+            else:
+                status = response.status_code
+                if status < 400:
+                    return self._response(raw_body, body)
+                detail = _error_detail(raw_body)
+                if status not in RETRY_STATUS and status < 500:
+                    hint = " (check the API key: --agent-opt api_key=... or $OPENAI_API_KEY)" if status in (401, 403) else ""
+                    raise ModelError(f"{self.name} at {url}: HTTP {status}: {detail}{hint}")
+                last = f"HTTP {status}: {detail}"
+                retry_after = _retry_after(response.headers.get("retry-after"))
+            if attempt == self.retries:
+                break
+            delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.75 + random.random() / 2)
+            if retry_after is not None:
+                delay = min(max(delay, retry_after), self.max_backoff_s)
+            log.info("%s: %s; retry %d/%d in %.1f s", self.name, last, attempt + 1, self.retries, delay)
+            await anyio.sleep(delay)
+        raise ModelError(f"{self.name} at {url} failed after {self.retries + 1} attempt(s): {last}")
+
+    def _response(self, raw_body: bytes, body: dict[str, Any]) -> ChatResponse:
+        try:
+            data = json.loads(raw_body)
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            raise ModelError(f"{self.name}: the server's answer is not a chat completion ({e}): "
+                             f"{raw_body[:300]!r}") from None
+        content = message.get("content")
+        if self.tool_format == "clawsdk":
+            msg = toolcalls.message_from_text(content or "")
+        else:
+            msg = {"role": "assistant", "content": content}
+            calls = [_normalize_call(c) for c in message.get("tool_calls") or []]
+            if calls:
+                msg["tool_calls"] = calls
+        for extra in ("reasoning_content", "reasoning"):
+            if message.get(extra):
+                msg[extra] = message[extra]
+        usage = data.get("usage") or {}
+        lp = choice.get("logprobs") or {}
+        logprobs = [t.get("logprob") for t in lp.get("content") or []] or None
+        return ChatResponse(
+            message=msg,
+            usage={"prompt_tokens": int(usage.get("prompt_tokens") or 0),
+                   "completion_tokens": int(usage.get("completion_tokens") or 0)},
+            finish_reason=choice.get("finish_reason"),
+            prompt_token_ids=data.get("prompt_token_ids") or choice.get("prompt_token_ids"),
+            completion_token_ids=choice.get("token_ids"),
+            logprobs=logprobs,
+            raw=data,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            try:
+                await self._client.aclose()
+            except Exception:  # noqa: BLE001 - a client of another event loop
+                pass
+            self._client = None
+
+
+def _normalize_call(call: dict[str, Any]) -> dict[str, Any]:
+    fn = dict(call.get("function") or {})
+    args = fn.get("arguments")
+    if not isinstance(args, str):
+        fn["arguments"] = json.dumps(args if args is not None else {}, ensure_ascii=False)
+    return {"id": call.get("id") or "call_" + secrets.token_hex(6), "type": "function",
+            "function": {"name": fn.get("name") or "", "arguments": fn["arguments"]}}
+
+
+def _error_detail(raw: bytes) -> str:
+    try:
+        data = json.loads(raw)
+        err = data.get("error", data) if isinstance(data, dict) else data
+        if isinstance(err, dict):
+            return str(err.get("message") or err)[:500]
+        return str(err)[:500]
+    except ValueError:
+        return raw[:300].decode("utf-8", "replace") or "(empty body)"
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
+
+
+@hookimpl
+def register_models(register):
+    register("openai", OpenAIModel)
