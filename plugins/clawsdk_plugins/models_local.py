@@ -337,7 +337,9 @@ class TransformersModel(LocalChatModel):
         _need("transformers", "embedded")
         torch = _need("torch", "embedded")
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # a weights bar on stdout breaks --json output and summaries
         device = _pick_device(self.device)
         if self.threads:
             torch.set_num_threads(int(self.threads))

@@ -24,7 +24,7 @@ def test_persona_route_with_the_embedded_model_records_every_candidate(tmp_path)
         "persona", "--model", "embedded", "--n", "2", "--seed", "1", "--repair-rounds", "1", "--max-tokens", "200",
         "--concurrency", "1", "--dedup", "minhash", "--out", str(out), "--db", str(db), "--run-id", "emb",
         "--json"], catch_exceptions=False)
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["candidates"] == 2
     with Store(db) as store:
         records = SynthRecords(store)
