@@ -1,0 +1,508 @@
+"""`clawsdk data select|export|list` and `clawsdk train sft|grpo|list` (registered by the trainers plugin)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from clawsdk.cli.common import console, db_option, friendly_errors, parse_options
+from clawsdk.store.store import Store
+
+
+def _selection_options(fn: Callable) -> Callable:
+    opts = [
+        click.option(
+            "--run", "runs", multiple=True, help="Run id to draw from (repeat; default: every run)."
+        ),
+        click.option("--agent", "agents", multiple=True, help="Only rollouts of this agent (repeat)."),
+        click.option(
+            "--min-reward",
+            type=float,
+            default=1.0,
+            show_default=True,
+            help="Keep rollouts scoring at least this (use -1 for any).",
+        ),
+        click.option("--passed-only", is_flag=True, help="Keep only rollouts whose verdict passed."),
+        click.option(
+            "--failure-kind",
+            "failure_kinds",
+            multiple=True,
+            default=("ok",),
+            show_default=True,
+            help="Allowed endings (repeat): ok, agent_timeout, agent_error, ...",
+        ),
+        click.option(
+            "--max-turns", type=click.IntRange(1), default=None, help="At most this many assistant turns."
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(1),
+            default=None,
+            help="At most this long (tokens, estimated at 4 characters each).",
+        ),
+        click.option(
+            "--max-tool-error-rate",
+            type=click.FloatRange(0, 1),
+            default=None,
+            help="At most this share of failed tool calls.",
+        ),
+        click.option(
+            "--per-task-cap", type=click.IntRange(1), default=None, help="At most this many per task."
+        ),
+        click.option(
+            "--best-of",
+            type=click.IntRange(1),
+            default=None,
+            help="Per task, only the k best (reward, then fewer turns, then shorter).",
+        ),
+        click.option(
+            "--dedup/--no-dedup",
+            default=True,
+            show_default=True,
+            help="Drop trajectories repeating a kept one's tool calls on the same task.",
+        ),
+        click.option(
+            "--exclude-task",
+            "exclude_tasks",
+            multiple=True,
+            help="Task id or hash never to use, e.g. a held-out task (repeat).",
+        ),
+        click.option(
+            "--exclude-tasks-from",
+            type=click.Path(exists=True),
+            help="Task folder(s) whose tasks are held out (any task source).",
+        ),
+    ]
+    for opt in reversed(opts):
+        fn = opt(fn)
+    return fn
+
+
+def _selection(
+    runs,
+    agents,
+    min_reward,
+    passed_only,
+    failure_kinds,
+    max_turns,
+    max_tokens,
+    max_tool_error_rate,
+    per_task_cap,
+    best_of,
+    dedup,
+    exclude_tasks,
+    exclude_tasks_from,
+):
+    from clawsdk.data.select import Selection
+
+    excluded = list(exclude_tasks)
+    if exclude_tasks_from:
+        from clawsdk.tasks.sources import load_tasks
+
+        excluded += [t.hash for t in load_tasks(exclude_tasks_from).tasks]
+    return Selection(
+        runs=list(runs),
+        agents=list(agents),
+        min_reward=None if min_reward < 0 else min_reward,
+        passed_only=passed_only,
+        failure_kinds=list(failure_kinds),
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        max_tool_error_rate=max_tool_error_rate,
+        per_task_cap=per_task_cap,
+        best_of=best_of,
+        dedup=dedup,
+        exclude_tasks=excluded,
+    )
+
+
+@click.group("data")
+def data_group():
+    """Select trajectories from the store and export them as training data."""
+
+
+@data_group.command("select")
+@_selection_options
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the ledger as JSON.")
+@click.option("--show", type=click.Choice(["all", "kept", "dropped"]), default="all", show_default=True)
+@friendly_errors
+def select_command(db, as_json, show, **rules):
+    """Dry run: which rollouts the rules keep, and the rule that drops each other one. Writes nothing."""
+    from clawsdk.data.select import select
+
+    selection = _selection(**rules)
+    with Store(db) as store:
+        result = select(store, selection)
+    rows = [c for c in result.candidates if show == "all" or (show == "kept") == c.keep]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "kept": len(result.kept),
+                    "dropped": len(result.dropped),
+                    "reasons": result.reasons(),
+                    "rollouts": [
+                        {
+                            "rollout_id": c.rollout_id,
+                            "task_id": c.rollout["task_id"],
+                            "agent": c.rollout.get("agent"),
+                            "reward": c.reward,
+                            "keep": c.keep,
+                            "reason": c.reason,
+                            "turns": c.trajectory.n_assistant_turns if c.trajectory else None,
+                            "tokens": c.tokens,
+                        }
+                        for c in rows
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    table = Table(title=f"selection: {len(result.kept)} kept, {len(result.dropped)} dropped")
+    for col in ("rollout", "task", "agent", "reward", "turns", "tokens", "decision"):
+        table.add_column(col, justify="right" if col in ("reward", "turns", "tokens") else "left")
+    for c in rows:
+        t = c.trajectory
+        table.add_row(
+            c.rollout_id[:10],
+            escape(c.rollout["task_id"]),
+            escape(str(c.rollout.get("agent"))),
+            "-" if c.reward is None else f"{c.reward:.2f}",
+            str(t.n_assistant_turns if t else "-"),
+            str(c.tokens),
+            "[green]kept[/green]" if c.keep else f"[yellow]{escape(c.reason)}[/yellow]",
+        )
+    console.print(table)
+    if result.dropped:
+        console.print(
+            "dropped by rule: " + ", ".join(f"{k} {v}" for k, v in sorted(result.reasons().items()))
+        )
+
+
+@data_group.command("export")
+@click.option("--kind", type=click.Choice(["sft", "preference", "rl"]), default="sft", show_default=True)
+@click.option("--name", required=True, help="Dataset name; each export of a name is a new version (NAME@vN).")
+@click.option(
+    "--out",
+    "-o",
+    default="datasets",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder that receives NAME-vN/.",
+)
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(["jsonl", "hf", "parquet"]),
+    default=("jsonl", "hf", "parquet"),
+    show_default=True,
+)
+@click.option(
+    "--style",
+    type=click.Choice(["openai", "text"]),
+    default="openai",
+    show_default=True,
+    help="openai: messages with tool_calls + tools; text: rendered in clawsdk's tool-call format.",
+)
+@click.option(
+    "--tasks",
+    "task_paths",
+    multiple=True,
+    type=click.Path(exists=True),
+    help="RL: the task folders of the prompt set (default: the tasks of --run).",
+)
+@click.option(
+    "--min-chosen", type=float, default=1.0, show_default=True, help="Preference: chosen reward floor."
+)
+@click.option(
+    "--margin",
+    type=float,
+    default=0.01,
+    show_default=True,
+    help="Preference: rejected scores at least this much lower.",
+)
+@click.option("--pairs-per-task", type=click.IntRange(1), default=1, show_default=True)
+@_selection_options
+@db_option
+@friendly_errors
+def export_command(
+    kind, name, out, formats, style, task_paths, min_chosen, margin, pairs_per_task, db, **rules
+):
+    """Write a versioned dataset and record it, with the rollouts it holds, in the store."""
+    from clawsdk.data.export import export_preferences, export_rl, export_sft
+    from clawsdk.data.select import load_candidates, select
+
+    selection = _selection(**rules)
+    with Store(db) as store:
+        if kind == "sft":
+            result = select(store, selection)
+            exp = export_sft(store, result, out, name=name, formats=formats, style=style)
+        elif kind == "preference":
+            pool = selection.__class__(**{**selection.to_dict(), "min_reward": None, "failure_kinds": []})
+            cands = [c for c in load_candidates(store, pool) if not c.reason]
+            if selection.exclude_tasks:
+                cands = [
+                    c
+                    for c in cands
+                    if c.rollout["task_id"] not in selection.exclude_tasks
+                    and c.rollout["task_hash"] not in selection.exclude_tasks
+                ]
+            if selection.agents:
+                cands = [c for c in cands if c.rollout.get("agent") in selection.agents]
+            exp = export_preferences(
+                store,
+                cands,
+                out,
+                name=name,
+                min_chosen=min_chosen,
+                margin=margin,
+                pairs_per_task=pairs_per_task,
+                formats=formats,
+                style=style,
+                selection=pool.to_dict(),
+            )
+        else:
+            tasks = _rl_tasks(store, task_paths, selection)
+            exp = export_rl(store, tasks, out, name=name, formats=formats)
+    console.print(
+        f"[green]exported[/green] {exp.dataset_id}: {exp.n_rows} {kind} rows -> {escape(str(exp.path))} "
+        f"({', '.join(exp.files)})"
+    )
+
+
+def _rl_tasks(store: Store, task_paths: tuple[str, ...], selection) -> list:
+    excluded = set(selection.exclude_tasks)
+    if task_paths:
+        from clawsdk.tasks.sources import load_tasks
+
+        tasks = []
+        for p in task_paths:
+            loaded = load_tasks(p)
+            if loaded.errors:
+                raise ValueError(
+                    f"{p}: {len(loaded.errors)} task(s) could not be read, first: "
+                    f"{loaded.errors[0]}; fix them or leave them out"
+                )
+            tasks += loaded.tasks
+    else:
+        if not selection.runs:
+            raise click.UsageError("an RL prompt set needs --tasks PATH or --run RUN_ID (whose tasks to use)")
+        hashes = [
+            r["task_hash"]
+            for r in store.query(
+                f"SELECT DISTINCT task_hash FROM rollouts WHERE run_id IN ({','.join('?' * len(selection.runs))}) "
+                "ORDER BY task_id",
+                selection.runs,
+            )
+        ]
+        tasks = [store.task(h) for h in hashes]
+    return [t for t in tasks if t is not None and t.id not in excluded and t.hash not in excluded]
+
+
+@data_group.command("list")
+@db_option
+@friendly_errors
+def list_command(db):
+    """The datasets exported from this store, newest first."""
+    with Store(db) as store:
+        rows = store.query(
+            "SELECT d.*, (SELECT COUNT(DISTINCT rollout_id) FROM dataset_rows r "
+            "WHERE r.dataset_id = d.id) AS rollouts FROM datasets d ORDER BY created_at DESC"
+        )
+    table = Table(title="datasets")
+    for col in ("id", "kind", "rows", "rollouts", "created", "path"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            escape(r["id"]),
+            r["kind"],
+            str(r["n_rows"]),
+            str(r["rollouts"]),
+            r["created_at"][:19],
+            escape(r["path"] or ""),
+        )
+    console.print(table)
+
+
+@click.group("train")
+def train_group():
+    """Train a model on exported data (TRL SFT) or on live sandbox rollouts (TRL GRPO)."""
+
+
+def _trainer(name: str, options: dict):
+    from clawsdk.plugins import get_registry
+
+    factory = get_registry().get("trainers", name)
+    try:
+        return factory(**options)
+    except TypeError as e:
+        raise ValueError(f"trainer {name!r} does not take these options ({sorted(options)}): {e}") from e
+
+
+def _report(result, what: str) -> None:
+    m = result.metrics
+    console.print(f"[green]trained[/green] {result.checkpoint_id} ({what}) -> {escape(str(result.path))}")
+    console.print("  " + ", ".join(f"{k} {v}" for k, v in m.items()))
+    console.print(
+        f"  evaluate it: clawsdk run TASKS --agent tool-loop --model transformers:{escape(str(result.path))}"
+    )
+
+
+@train_group.command("sft")
+@click.option(
+    "--dataset", "-d", required=True, help="Dataset id (NAME@vN), name (latest version) or export folder."
+)
+@click.option(
+    "--model", "-m", default="embedded", show_default=True, help="embedded, transformers:PATH or PATH."
+)
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="Checkpoint folder.")
+@click.option("--trainer", default="trl-sft", show_default=True, help="Trainer plugin.")
+@click.option("--epochs", type=float, default=1.0, show_default=True)
+@click.option(
+    "--max-steps", type=int, default=-1, show_default=True, help="Stop after this many steps (-1: epochs)."
+)
+@click.option("--lr", type=float, default=5e-5, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=4, show_default=True)
+@click.option("--grad-accum", type=click.IntRange(1), default=1, show_default=True)
+@click.option(
+    "--max-length",
+    type=click.IntRange(16),
+    default=2048,
+    show_default=True,
+    help="Longer conversations are skipped (never cut).",
+)
+@click.option("--lora", is_flag=True, help="Train LoRA adapters (peft) and merge them into the checkpoint.")
+@click.option("--lora-r", type=click.IntRange(1), default=16, show_default=True)
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Any other trainer option.")
+@db_option
+@friendly_errors
+def sft_command(
+    dataset,
+    model,
+    out,
+    trainer,
+    epochs,
+    max_steps,
+    lr,
+    batch_size,
+    grad_accum,
+    max_length,
+    lora,
+    lora_r,
+    opts,
+    db,
+):
+    """Supervised fine-tuning; the loss covers assistant turns only."""
+    options = dict(
+        model=model,
+        epochs=epochs,
+        max_steps=max_steps,
+        lr=lr,
+        batch_size=batch_size,
+        grad_accum=grad_accum,
+        max_length=max_length,
+        lora=lora,
+        lora_r=lora_r,
+        **parse_options(opts, "--opt"),
+    )
+    result = _trainer(trainer, options).train(dataset, out, db=db)
+    _report(result, f"from {result.dataset_id or dataset}")
+
+
+@train_group.command("grpo")
+@click.option("--prompts", "-p", required=True, help="RL prompt set: dataset id, name or export folder.")
+@click.option(
+    "--model", "-m", default="embedded", show_default=True, help="embedded, transformers:PATH or PATH."
+)
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="Checkpoint folder.")
+@click.option("--trainer", default="trl-grpo", show_default=True, help="Trainer plugin.")
+@click.option(
+    "--num-generations",
+    "-G",
+    type=click.IntRange(2),
+    default=4,
+    show_default=True,
+    help="Rollouts per task (the group).",
+)
+@click.option("--tasks-per-step", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--max-steps", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--lr", type=float, default=1e-6, show_default=True)
+@click.option("--sandbox", "-s", default="local", show_default=True)
+@click.option("--concurrency", "-c", type=click.IntRange(1), default=8, show_default=True)
+@click.option("--max-turns", type=click.IntRange(1), default=6, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(1), default=256, show_default=True, help="Per model turn.")
+@click.option(
+    "--vllm/--no-vllm", "use_vllm", default=None, help="Generate with vLLM (default: on a GPU with vllm)."
+)
+@click.option("--run-prefix", default=None, help="Prefix of the run ids of the training rollouts.")
+@click.option("--opt", "opts", multiple=True, metavar="KEY=VALUE", help="Any other trainer option.")
+@db_option
+@friendly_errors
+def grpo_command(
+    prompts,
+    model,
+    out,
+    trainer,
+    num_generations,
+    tasks_per_step,
+    max_steps,
+    lr,
+    sandbox,
+    concurrency,
+    max_turns,
+    max_tokens,
+    use_vllm,
+    run_prefix,
+    opts,
+    db,
+):
+    """GRPO with whole sandbox rollouts as completions and the verifier's score as reward."""
+    options = dict(
+        model=model,
+        num_generations=num_generations,
+        tasks_per_step=tasks_per_step,
+        max_steps=max_steps,
+        lr=lr,
+        sandbox=sandbox,
+        concurrency=concurrency,
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        use_vllm="auto" if use_vllm is None else use_vllm,
+        **parse_options(opts, "--opt"),
+    )
+    result = _trainer(trainer, options).train(prompts, out, db=db, run_prefix=run_prefix)
+    _report(result, f"{len(result.runs)} rollout rounds")
+
+
+@train_group.command("list")
+@db_option
+@friendly_errors
+def checkpoints_command(db):
+    """Checkpoints recorded in this store, with what trained them."""
+    from clawsdk.data.lineage import checkpoints
+
+    with Store(db) as store:
+        rows = checkpoints(store)
+    table = Table(title="checkpoints")
+    for col in ("id", "trainer", "dataset", "runs", "base", "path", "metrics"):
+        table.add_column(col)
+    for r in rows:
+        m = r.get("metrics") or {}
+        table.add_row(
+            r["id"],
+            r["trainer"],
+            str(r["dataset_id"] or "-"),
+            str(len(r.get("runs") or [])),
+            escape(Path(r["base_model"]).name),
+            escape(r["path"]),
+            f"steps {m.get('steps')} loss {m.get('last_loss')} reward {m.get('mean_reward_last')}",
+        )
+    console.print(table)

@@ -1,0 +1,384 @@
+"""Export selected trajectories: SFT conversations, preference pairs, RL prompt sets.
+
+Each export is a folder NAME-vN/ holding `dataset.json` (the manifest, with `format_version`),
+`data.jsonl`, and, when asked, `hf/` (datasets.save_to_disk) and `data.parquet`; and a row in
+the store's `datasets` table with one `dataset_rows` row per rollout (or task) it holds.
+
+Layout of an SFT row (style "openai", the default):
+    messages   OpenAI chat messages: system, user, assistant (content and/or tool_calls with
+               arguments as a JSON string), tool (tool_call_id, name, content)
+    tools      the OpenAI function specs offered (a list in JSONL, a JSON string in hf/ and
+               Parquet, which TRL's SFTTrainer reads as is)
+    rollout_id, attempt, task_id, task_hash, reward, source, agent, model
+Style "text" renders the messages in clawsdk's tool-call format (clawsdk.models.toolcalls),
+plain system/user/assistant text that any chat template can train on; no tools column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clawsdk.data import lineage
+from clawsdk.data.select import Candidate, SelectionResult
+from clawsdk.data.trajectory import PromptStyle, tool_listing
+from clawsdk.models import toolcalls
+
+__all__ = [
+    "FORMATS",
+    "FORMAT_VERSION",
+    "STYLES",
+    "Export",
+    "drop_nulls",
+    "export_preferences",
+    "export_rl",
+    "export_sft",
+    "load_hf",
+    "load_rows",
+    "read_manifest",
+]
+
+FORMAT_VERSION = 1
+FORMATS = ("jsonl", "hf", "parquet")
+STYLES = ("openai", "text")
+MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+@dataclass
+class Export:
+    dataset_id: str
+    path: Path
+    n_rows: int
+    kind: str
+    files: list[str]
+
+
+def _check(formats: tuple[str, ...] | list[str], style: str) -> None:
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ValueError(f"export formats {bad or '(none)'}: choose from {', '.join(FORMATS)}")
+    if style not in STYLES:
+        raise ValueError(f"export style {style!r}: one of {', '.join(STYLES)}")
+
+
+def drop_nulls(value: Any) -> Any:
+    """Nested data with None-valued keys removed: what Arrow pads a struct with reads back as the original."""
+    if isinstance(value, dict):
+        return {k: drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [drop_nulls(v) for v in value]
+    return value
+
+
+def _styled(messages: list[dict], tools: list[dict], style: str) -> tuple[list[dict], list[dict] | None]:
+    if style == "text":
+        return toolcalls.render_messages(messages, tools), None
+    return messages, tools
+
+
+def _arrow_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The same row with a fixed shape for Arrow: every message has every key, tools as a JSON string."""
+    out = dict(row)
+    for key in ("messages", "prompt", "chosen", "rejected"):
+        if key in out and isinstance(out[key], list):
+            out[key] = [{k: m.get(k) for k in MESSAGE_KEYS} for m in out[key]]
+    if "tools" in out:
+        out["tools"] = json.dumps(out["tools"], ensure_ascii=False) if out["tools"] is not None else None
+    return out
+
+
+def _write(
+    rows: list[dict[str, Any]], folder: Path, formats: tuple[str, ...] | list[str]
+) -> tuple[list[str], str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows).encode()
+    (folder / "data.jsonl").write_bytes(data)
+    files = ["data.jsonl"]
+    if "hf" in formats or "parquet" in formats:
+        import datasets
+
+        datasets.disable_progress_bars()
+        ds = (
+            datasets.Dataset.from_list([_arrow_row(r) for r in rows])
+            if rows
+            else datasets.Dataset.from_dict({})
+        )
+        if "hf" in formats:
+            ds.save_to_disk(str(folder / "hf"))
+            files.append("hf")
+        if "parquet" in formats:
+            ds.to_parquet(str(folder / "data.parquet"))
+            files.append("data.parquet")
+    if "jsonl" not in formats:
+        (folder / "data.jsonl").unlink()
+        files.remove("data.jsonl")
+    return files, hashlib.sha256(data).hexdigest()
+
+
+def _finish(
+    store: Any,
+    *,
+    name: str,
+    kind: str,
+    out: str | Path,
+    rows: list[dict],
+    lineage_rows: list[tuple],
+    formats: tuple[str, ...] | list[str],
+    selection: dict | None,
+    extra: dict | None = None,
+) -> Export:
+    if not name or "/" in name or "@" in name:
+        raise ValueError(f"dataset name {name!r}: use letters, digits, '-' or '_' (no '/' or '@')")
+    version = lineage.next_version(store, name)
+    folder = Path(out) / f"{name}-v{version}"
+    if folder.exists():
+        shutil.rmtree(folder)  # an export that never reached the store (interrupted)
+    files, digest = _write(rows, folder, formats)
+    dataset_id = lineage.record_dataset(
+        store,
+        name=name,
+        version=version,
+        kind=kind,
+        format_version=FORMAT_VERSION,
+        path=str(folder.resolve()),
+        n_rows=len(rows),
+        content_hash=digest,
+        selection=selection,
+        rows=lineage_rows,
+    )
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "id": dataset_id,
+        "name": name,
+        "version": version,
+        "kind": kind,
+        "n_rows": len(rows),
+        "files": files,
+        "content_hash": digest,
+        "selection": selection,
+        "store": str(Path(store.path).resolve()),
+        **(extra or {}),
+    }
+    (folder / "dataset.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return Export(dataset_id=dataset_id, path=folder, n_rows=len(rows), kind=kind, files=files)
+
+
+def _meta(c: Candidate) -> dict[str, Any]:
+    r, t = c.rollout, c.trajectory
+    return {
+        "rollout_id": r["id"],
+        "attempt": r["attempt"],
+        "task_id": r["task_id"],
+        "task_hash": r["task_hash"],
+        "reward": c.reward,
+        "source": t.source if t else None,
+        "agent": r.get("agent"),
+        "model": r.get("model"),
+    }
+
+
+def export_sft(
+    store: Any,
+    result: SelectionResult,
+    out: str | Path,
+    *,
+    name: str,
+    formats: tuple[str, ...] | list[str] = FORMATS,
+    style: str = "openai",
+) -> Export:
+    """The kept trajectories as SFT conversations."""
+    _check(formats, style)
+    rows, lin = [], []
+    for i, c in enumerate(result.kept):
+        messages, tools = _styled(c.trajectory.messages, c.trajectory.tools, style)
+        row = {"messages": messages, **_meta(c)}
+        if tools is not None:
+            row["tools"] = tools
+        rows.append(row)
+        lin.append((i, "example", c.rollout["id"], c.rollout["attempt"], c.rollout["task_hash"]))
+    return _finish(
+        store,
+        name=name,
+        kind="sft",
+        out=out,
+        rows=rows,
+        lineage_rows=lin,
+        formats=formats,
+        selection=result.selection.to_dict(),
+        extra={"style": style},
+    )
+
+
+def export_preferences(
+    store: Any,
+    candidates: list[Candidate],
+    out: str | Path,
+    *,
+    name: str,
+    min_chosen: float = 1.0,
+    margin: float = 0.01,
+    pairs_per_task: int = 1,
+    formats: tuple[str, ...] | list[str] = FORMATS,
+    style: str = "openai",
+    selection: dict | None = None,
+) -> Export:
+    """Chosen/rejected pairs from the same task: the best trajectory (reward >= min_chosen) against the
+    worst ones that scored at least `margin` lower. Both share the prompt (system + user turn)."""
+    _check(formats, style)
+    by_task: dict[str, list[Candidate]] = defaultdict(list)
+    for c in candidates:
+        if (
+            c.trajectory is not None
+            and c.rollout.get("scored")
+            and c.reward is not None
+            and c.trajectory.n_assistant_turns
+        ):
+            by_task[c.rollout["task_hash"]].append(c)
+    rows, lin = [], []
+    for task_hash, group in by_task.items():
+        group.sort(key=lambda c: (-c.reward, c.trajectory.n_assistant_turns, c.tokens))
+        best = group[0]
+        if best.reward < min_chosen:
+            continue
+        losers = [c for c in reversed(group) if c.reward <= best.reward - margin]
+        for c in losers[:pairs_per_task]:
+            chosen, tools = _styled(best.trajectory.messages, best.trajectory.tools, style)
+            rejected, _ = _styled(c.trajectory.messages, c.trajectory.tools, style)
+            n_prompt = next(i for i, m in enumerate(chosen) if m["role"] == "assistant")
+            row = {
+                "prompt": chosen[:n_prompt],
+                "chosen": chosen[n_prompt:],
+                "rejected": rejected[next(i for i, m in enumerate(rejected) if m["role"] == "assistant") :],
+                "task_id": best.rollout["task_id"],
+                "task_hash": task_hash,
+                "chosen_rollout_id": best.rollout["id"],
+                "rejected_rollout_id": c.rollout["id"],
+                "chosen_reward": best.reward,
+                "rejected_reward": c.reward,
+            }
+            if tools is not None:
+                row["tools"] = tools
+            i = len(rows)
+            rows.append(row)
+            lin += [
+                (i, "chosen", best.rollout["id"], best.rollout["attempt"], task_hash),
+                (i, "rejected", c.rollout["id"], c.rollout["attempt"], task_hash),
+            ]
+    return _finish(
+        store,
+        name=name,
+        kind="preference",
+        out=out,
+        rows=rows,
+        lineage_rows=lin,
+        formats=formats,
+        selection=selection,
+        extra={"style": style, "min_chosen": min_chosen, "margin": margin},
+    )
+
+
+def export_rl(
+    store: Any,
+    tasks: list[Any],
+    out: str | Path,
+    *,
+    name: str,
+    style: PromptStyle | None = None,
+    formats: tuple[str, ...] | list[str] = FORMATS,
+) -> Export:
+    """An RL prompt set: per task, the opening prompt the agent sees and a reference to the task in the
+    store (its hash). No solution, no hidden files: the trainer runs the task in a sandbox to score."""
+    _check(formats, "openai")
+    style = style or PromptStyle()
+    with store.transaction():
+        for task in tasks:
+            store.upsert_task(task)
+    rows, lin = [], []
+    for i, task in enumerate(tasks):
+        tools, instructions = tool_listing(task)
+        tools = list(tools)
+        if style.finish_tool and "finish" not in {t["function"]["name"] for t in tools}:
+            from clawsdk_plugins.agent_toolloop import FINISH_TOOL
+
+            tools.append(FINISH_TOOL)
+        system = "\n\n".join(
+            [style.resolved_system_prompt().strip()]
+            + [f"## {s}\n{t.strip()}" for s, t in instructions.items()]
+        )
+        rows.append(
+            {
+                "prompt": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": task.instruction},
+                ],
+                "tools": tools,
+                "task_id": task.id,
+                "task_hash": task.hash,
+                "category": task.category,
+                "difficulty": task.difficulty,
+            }
+        )
+        lin.append((i, "task", None, None, task.hash))
+    return _finish(
+        store,
+        name=name,
+        kind="rl",
+        out=out,
+        rows=rows,
+        lineage_rows=lin,
+        formats=formats,
+        selection={"tasks": [t.id for t in tasks]},
+        extra={"style": "openai"},
+    )
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """An export's manifest; refuses a layout newer than this clawsdk knows."""
+    folder = Path(path)
+    if folder.name == "dataset.json":
+        folder = folder.parent
+    file = folder / "dataset.json"
+    if not file.exists():
+        raise FileNotFoundError(f"{folder} is not a clawsdk dataset export (no dataset.json)")
+    manifest = json.loads(file.read_text())
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ValueError(
+            f"{file}: format_version {version!r} is newer than this clawsdk reads ({FORMAT_VERSION}); "
+            f"upgrade clawsdk"
+        )
+    manifest["path"] = str(folder)
+    return manifest
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of an export, from its JSONL (else its Parquet), as plain dicts."""
+    manifest = read_manifest(path)
+    folder = Path(manifest["path"])
+    if (folder / "data.jsonl").exists():
+        return [json.loads(line) for line in (folder / "data.jsonl").read_text().splitlines() if line.strip()]
+    ds = load_hf(folder)
+    rows = [drop_nulls(r) for r in ds]
+    for r in rows:
+        if isinstance(r.get("tools"), str):
+            r["tools"] = json.loads(r["tools"])
+    return rows
+
+
+def load_hf(path: str | Path) -> Any:
+    """The export as a `datasets.Dataset` (hf/ folder, else Parquet, else JSONL)."""
+    import datasets
+
+    manifest = read_manifest(path)
+    folder = Path(manifest["path"])
+    if (folder / "hf").exists():
+        return datasets.load_from_disk(str(folder / "hf"))
+    if (folder / "data.parquet").exists():
+        return datasets.load_dataset("parquet", data_files=str(folder / "data.parquet"), split="train")
+    rows = [_arrow_row(r) for r in load_rows(folder)]
+    return datasets.Dataset.from_list(rows)

@@ -1,0 +1,296 @@
+"""A rollout in the store -> the conversation a model should learn from (OpenAI-shaped messages + tools).
+
+Rollouts of a model agent (tool-loop) carry model_request/model_response events: the conversation
+is the last request's messages plus the last answer. Rollouts of the oracle, scripted, replay or
+harness agents carry only tool_call/tool_result events: the conversation is rebuilt the way the
+tool-loop agent would have held it (its system prompt, the task's tools plus `finish`, one tool
+call per assistant turn, results as tool messages, a closing `finish` call), so reference
+solutions are training data in the very format the agent prompts with.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from clawsdk.models import toolcalls
+
+__all__ = ["PromptStyle", "Trajectory", "new_call_id", "tool_listing", "trajectory_from_events"]
+
+
+@dataclass
+class PromptStyle:
+    """How the tool-loop agent frames a task; oracle trajectories are rebuilt in the same frame."""
+
+    system_prompt: str | None = None  # None: the tool-loop agent's built-in prompt
+    finish_tool: bool = True
+    finish_summary: str = "Done."
+    max_tool_output_chars: int = 8000
+
+    def resolved_system_prompt(self) -> str:
+        if self.system_prompt:
+            return self.system_prompt
+        from clawsdk_plugins.agent_toolloop import SYSTEM_PROMPT
+
+        return SYSTEM_PROMPT
+
+
+@dataclass
+class Trajectory:
+    rollout_id: str
+    attempt: int
+    task_id: str
+    task_hash: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    #: "model" (recorded model turns) or "tools" (rebuilt from tool calls)
+    source: str
+    n_tool_calls: int = 0
+    n_tool_errors: int = 0
+    n_assistant_turns: int = 0
+    completion_tokens: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_error_rate(self) -> float:
+        return self.n_tool_errors / self.n_tool_calls if self.n_tool_calls else 0.0
+
+    def signature(self) -> str:
+        """What the agent did, for dedup: the tool calls in order (name + arguments)."""
+        calls = []
+        for m in self.messages:
+            for c in m.get("tool_calls") or []:
+                calls.append([c["function"]["name"], toolcalls.arguments_of(c)])
+        return json.dumps(calls, sort_keys=True, ensure_ascii=False)
+
+
+def new_call_id(rollout_id: str, n: int) -> str:
+    # deterministic, so the same rollout always exports to the same bytes
+    return f"call_{rollout_id[-8:]}_{n}"
+
+
+def _normalise_assistant(message: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message as the tool-loop agent keeps it: text calls moved into tool_calls."""
+    calls = list(message.get("tool_calls") or [])
+    content = message.get("content")
+    if content and isinstance(content, str):
+        parsed = toolcalls.parse_tool_calls(content)
+        if parsed.calls or parsed.errors:
+            calls += toolcalls.openai_tool_calls(parsed.calls)
+            content = parsed.content or None
+            if parsed.errors:
+                content = "\n".join(p for p in [parsed.content] + [raw for raw, _ in parsed.errors] if p)
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _canonical_calls(message: dict[str, Any], rollout_id: str, start: int) -> dict[str, Any]:
+    """Tool-call ids made deterministic (the same rollout exports to the same bytes) and arguments a
+    JSON string (OpenAI's shape); the caller points the tool messages at the new ids."""
+    if not message.get("tool_calls"):
+        return message
+    calls = []
+    for i, c in enumerate(message["tool_calls"]):
+        fn = c.get("function", c)
+        args = toolcalls.arguments_of(c)
+        calls.append(
+            {
+                "id": new_call_id(rollout_id, start + i),
+                "type": "function",
+                "function": {
+                    "name": fn["name"],
+                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                },
+            }
+        )
+    return {**message, "tool_calls": calls}
+
+
+def _strip(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Only the fields a chat dataset carries, in a stable order."""
+    out = []
+    for m in messages:
+        row: dict[str, Any] = {"role": m["role"], "content": m.get("content")}
+        if m.get("tool_calls"):
+            row["tool_calls"] = m["tool_calls"]
+        if m["role"] == "tool":
+            row["tool_call_id"] = m.get("tool_call_id")
+            row["name"] = m.get("name")
+        out.append(row)
+    return out
+
+
+def trajectory_from_events(
+    rollout: dict[str, Any],
+    events: list[dict[str, Any]],
+    *,
+    listing: tuple[list[dict], dict[str, str]] | None = None,
+    style: PromptStyle | None = None,
+    instruction: str | None = None,
+) -> Trajectory:
+    """The conversation of one rollout attempt. `listing` (tools, server instructions) is needed
+    only for rollouts without model events; get it with `tool_listing(task)`."""
+    style = style or PromptStyle()
+    rid = rollout["id"]
+    tool_results = [e["payload"] for e in events if e["kind"] == "tool_result"]
+    n_calls = sum(1 for e in events if e["kind"] == "tool_call")
+    n_errors = sum(1 for p in tool_results if p.get("is_error"))
+    n_errors += sum(
+        1 for e in events if e["kind"] == "error" and e["payload"].get("kind") == "malformed_tool_call"
+    )
+    requests = [e for e in events if e["kind"] == "model_request"]
+    responses = [e for e in events if e["kind"] == "model_response"]
+    base = dict(
+        rollout_id=rid,
+        attempt=rollout.get("attempt", 0),
+        task_id=rollout["task_id"],
+        task_hash=rollout["task_hash"],
+        n_tool_calls=n_calls,
+        n_tool_errors=n_errors,
+    )
+    if requests and responses:
+        last_req = requests[-1]["payload"]
+        messages = [dict(m) for m in last_req["messages"]]
+        final = responses[-1]["payload"]["message"]
+        messages.append(_normalise_assistant(final))
+        n = 0
+        canon = []
+        for m in messages:
+            if m["role"] == "assistant":
+                m = _canonical_calls(m, rid, n)
+                n += len(m.get("tool_calls") or [])
+            canon.append(m)
+        # tool messages point at the ids their calls now have
+        pending: list[str] = []
+        for m in canon:
+            if m["role"] == "assistant":
+                pending = [c["id"] for c in m.get("tool_calls") or []]
+            elif m["role"] == "tool" and pending:
+                m["tool_call_id"] = pending.pop(0)
+        tokens = sum((r["payload"].get("usage") or {}).get("completion_tokens") or 0 for r in responses)
+        return Trajectory(
+            messages=_strip(canon),
+            tools=list(last_req.get("tools") or []),
+            source="model",
+            n_assistant_turns=sum(1 for m in canon if m["role"] == "assistant"),
+            completion_tokens=tokens,
+            **base,
+        )
+    if listing is None:
+        raise ValueError(f"rollout {rid} has no model events: pass the task's tool listing to rebuild it")
+    tools, instructions = listing
+    tools = list(tools)
+    names = {t["function"]["name"] for t in tools}
+    if style.finish_tool and "finish" not in names:
+        from clawsdk_plugins.agent_toolloop import FINISH_TOOL
+
+        tools.append(FINISH_TOOL)
+    system = [style.resolved_system_prompt().strip()]
+    for server, text in instructions.items():
+        system.append(f"## {server}\n{text.strip()}")
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "\n\n".join(system)},
+        {"role": "user", "content": instruction or ""},
+    ]
+    from clawsdk_plugins.agent_toolloop import truncate_middle
+
+    n = 0
+    results = iter(tool_results)
+    for e in events:
+        if e["kind"] != "tool_call":
+            continue
+        call_id = new_call_id(rid, n)
+        n += 1
+        p = e["payload"]
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {
+                            "name": p["tool"],
+                            "arguments": json.dumps(p.get("args") or {}, ensure_ascii=False),
+                        },
+                    }
+                ],
+            }
+        )
+        result = next(results, None)
+        if result is None:
+            break
+        text = truncate_middle(result.get("content") or "", style.max_tool_output_chars)
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": call_id,
+                "name": p["tool"],
+                "content": f"error: {text}" if result.get("is_error") else text,
+            }
+        )
+    if style.finish_tool:
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": new_call_id(rid, n),
+                        "type": "function",
+                        "function": {
+                            "name": "finish",
+                            "arguments": json.dumps({"summary": style.finish_summary}),
+                        },
+                    }
+                ],
+            }
+        )
+    return Trajectory(
+        messages=_strip(messages),
+        tools=tools,
+        source="tools",
+        n_assistant_turns=sum(1 for m in messages if m["role"] == "assistant"),
+        **base,
+    )
+
+
+async def _list_tools(task: Any) -> tuple[list[dict], dict[str, str]]:
+    from clawsdk.mcp.session import ToolSession
+    from clawsdk.plugins import get_registry
+    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.runtime.rollout import tool_servers
+
+    registry = get_registry()
+    sandbox = registry.get("sandboxes", "local")()
+    await sandbox.start(task.model_copy(update={"workspace": []}))
+    try:
+        async with ToolSession.open(
+            tool_servers(task, sandbox, registry),
+            Recorder(None, "listing"),
+            task.limits,
+            task.tool_policy,
+            sandbox=sandbox,
+        ) as session:
+            return [s.openai() for s in session.tools()], session.instructions()
+    finally:
+        await sandbox.close()
+
+
+_LISTINGS: dict[str, tuple[list[dict], dict[str, str]]] = {}
+
+
+def tool_listing(task: Any) -> tuple[list[dict], dict[str, str]]:
+    """The OpenAI tool specs and server instructions an agent sees for `task` (cached per tool set)."""
+    import anyio
+
+    key = json.dumps(
+        [task.tools, task.tool_policy.model_dump() if task.tool_policy else None], sort_keys=True
+    )
+    if key not in _LISTINGS:
+        _LISTINGS[key] = anyio.run(_list_tools, task)
+    return _LISTINGS[key]
