@@ -102,15 +102,16 @@ def sweep_containers(c: Any) -> int:
     """Remove this host's labelled containers whose owning process is gone. Returns how many."""
     removed = 0
     host = socket.gethostname()
-    for ct in c.containers.list(all=True, filters={"label": [LABEL, f"{LABEL_HOST}={host}"]}):
-        tag = ct.labels.get(LABEL_OWNER, "")
+    # sparse: no inspect per container, which fails for one another process removes meanwhile
+    for ct in c.containers.list(all=True, sparse=True, filters={"label": [LABEL, f"{LABEL_HOST}={host}"]}):
+        tag = (ct.attrs.get("Labels") or {}).get(LABEL_OWNER, "")
         if owner_alive(tag):
             continue
         try:
             ct.remove(force=True)
             removed += 1
         except Exception as e:  # noqa: BLE001 - already going
-            log.debug("sweeping %s: %s", ct.name, e)
+            log.debug("sweeping %s: %s", ct.id[:12], e)
     return removed
 
 
@@ -185,7 +186,8 @@ class DockerSandbox(IsolatedHostDirSandbox):
                 raise SandboxError(f"image {o.image} not found: build it with `clawsdk sandbox build-image`") from None
             except docker.errors.APIError as e:
                 # a container may exist even though starting it failed: find it by its unique root label
-                found = self.client.containers.list(all=True, filters={"label": f"{LABEL_ROOT}={self.root}"})
+                found = self.client.containers.list(all=True, sparse=True,
+                                                    filters={"label": f"{LABEL_ROOT}={self.root}"})
                 self.container = found[0] if found else None
                 raise SandboxError(f"docker could not start the sandbox container: {e.explanation or e}") from e
 

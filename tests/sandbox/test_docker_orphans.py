@@ -40,8 +40,9 @@ anyio.run(main)
 def _ours(client, pid: int) -> list:
     from clawsdk_plugins.sandbox_docker import LABEL, LABEL_OWNER
 
-    return [c for c in client.containers.list(all=True, filters={"label": LABEL})
-            if c.labels.get(LABEL_OWNER, "").split()[1:2] == [str(pid)]]
+    # sparse: containers the run removes while we list them must not break the listing
+    return [c for c in client.containers.list(all=True, sparse=True, filters={"label": LABEL})
+            if (c.attrs.get("Labels") or {}).get(LABEL_OWNER, "").split()[1:2] == [str(pid)]]
 
 
 @pytest.mark.slow
@@ -59,7 +60,7 @@ def test_sigkilled_runner_leaves_nothing_after_the_next_start(tmp_path):
             assert proc.poll() is None, f"the runner ended early: {proc.stderr.read().decode()[-2000:]}"
             assert time.monotonic() < deadline, f"only {len(_ours(docker, proc.pid))} of 64 containers started"
             time.sleep(0.5)
-        roots = {Path(c.labels["org.clawsdk.root"]) for c in _ours(docker, proc.pid)}
+        roots = {Path(c.attrs["Labels"]["org.clawsdk.root"]) for c in _ours(docker, proc.pid)}
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
