@@ -194,7 +194,6 @@ class TrlSftTrainer:
         import datasets
         from trl import SFTConfig, SFTTrainer
 
-        from clawsdk.data import lineage
         from clawsdk.data.export import load_rows
         from clawsdk.store.store import Store
 
@@ -257,32 +256,26 @@ class TrlSftTrainer:
             "wall_s": round(time.perf_counter() - started, 2),
             "device": _device(),
         }
-        with Store(db) as store:
-            cid = lineage.record_checkpoint(
-                store,
-                trainer=self.name,
-                base_model=base,
-                path=str(out.resolve()),
-                dataset_id=dataset_id,
-                config={"model": self.model, **o},
-                metrics=metrics,
-                checkpoint_id=checkpoint_id,
-                parent_id=_parent(store, base),
-            )
-        (out / "clawsdk-checkpoint.json").write_text(
-            json.dumps(
-                {
-                    "id": cid,
-                    "trainer": self.name,
-                    "base_model": base,
-                    "dataset_id": dataset_id,
-                    "metrics": metrics,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id)
         return TrainResult(checkpoint_id=cid, path=out, dataset_id=dataset_id, metrics=metrics)
+
+
+def _record_checkpoint(db: Any, trainer: str, model: str, options: dict, base: str, out: Path,
+                       dataset_id: Any, metrics: dict, checkpoint_id: str | None, runs: list | None = None) -> str:
+    """Record the checkpoint in the store with what trained it, and a card beside its weights."""
+    from clawsdk.data import lineage
+    from clawsdk.store.store import Store
+
+    extra = {"runs": runs} if runs is not None else {}
+    with Store(db) as store:
+        cid = lineage.record_checkpoint(
+            store, trainer=trainer, base_model=base, path=str(out.resolve()), dataset_id=dataset_id,
+            config={"model": model, **options}, metrics=metrics, checkpoint_id=checkpoint_id,
+            parent_id=_parent(store, base), **extra,
+        )
+    card = {"id": cid, "trainer": trainer, "base_model": base, "dataset_id": dataset_id, **extra, "metrics": metrics}
+    (out / "clawsdk-checkpoint.json").write_text(json.dumps(card, indent=2) + "\n")
+    return cid
 
 
 def _parent(store: Any, base: str) -> str | None:
@@ -517,7 +510,6 @@ class TrlGrpoTrainer:
         import datasets
         from trl import GRPOConfig, GRPOTrainer
 
-        from clawsdk.data import lineage
         from clawsdk.data.export import load_rows
         from clawsdk.store.store import Store, default_db_path
 
@@ -599,33 +591,8 @@ class TrlGrpoTrainer:
             "device": _device(),
             "vllm": use_vllm,
         }
-        with Store(db) as store:
-            cid = lineage.record_checkpoint(
-                store,
-                trainer=self.name,
-                base_model=base,
-                path=str(out.resolve()),
-                dataset_id=dataset_id,
-                runs=self.runs,
-                config={"model": self.model, **o},
-                metrics=metrics,
-                checkpoint_id=checkpoint_id,
-                parent_id=_parent(store, base),
-            )
-        (out / "clawsdk-checkpoint.json").write_text(
-            json.dumps(
-                {
-                    "id": cid,
-                    "trainer": self.name,
-                    "base_model": base,
-                    "dataset_id": dataset_id,
-                    "runs": self.runs,
-                    "metrics": metrics,
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+        cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id,
+                                 runs=self.runs)
         return TrainResult(
             checkpoint_id=cid, path=out, dataset_id=dataset_id, metrics=metrics, runs=self.runs
         )
