@@ -21,6 +21,7 @@ import anyio
 
 from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import Entry, ExecResult, Sandbox, SandboxConfig
+from clawsdk.sandbox.hostroot import OWNER_FILE, owner_alive, owner_tag
 from clawsdk.sandbox.paths import resolve_inside
 from clawsdk.tasks.model import File, Task
 
@@ -47,32 +48,12 @@ def workspace_root(configured: str | None = None) -> Path:
     return root
 
 
-OWNER_FILE = ".owner"
 _swept: set[Path] = set()
 
 
-def _process_start(pid: int) -> str | None:
-    """The kernel's start time of a process (tells a live owner from a reused pid)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _owner_tag() -> str:
-    return f"{os.getpid()} {_process_start(os.getpid())}"
-
-
-def _owner_alive(tag: str) -> bool:
-    try:
-        pid_s, start = tag.split()
-        return _process_start(int(pid_s)) == start
-    except ValueError:
-        return False
-
-
-def sweep_orphans(base: Path) -> int:
-    """Remove workspaces whose runner died without closing them (SIGKILL), and kill what still runs there.
+def sweep_orphans(base: Path, backend: str = "local") -> int:
+    """Remove `backend`'s workspaces whose runner died without closing them (SIGKILL), and kill what
+    still runs there. Other backends' workspaces under the same root are theirs to sweep.
 
     Returns how many were removed. Runs once per process and root, before its first sandbox.
     """
@@ -82,7 +63,7 @@ def sweep_orphans(base: Path) -> int:
             tag = (folder / OWNER_FILE).read_text()
         except OSError:
             tag = ""
-        if tag and _owner_alive(tag):
+        if tag and (not tag.startswith(backend + " ") or owner_alive(tag)):
             continue
         try:
             if not tag and time.time() - folder.stat().st_mtime < 60:
@@ -133,13 +114,13 @@ class HostDirSandbox(Sandbox):
         base = workspace_root(self.config.root)
         if base not in _swept:
             _swept.add(base)
-            await anyio.to_thread.run_sync(sweep_orphans, base)
+            await anyio.to_thread.run_sync(sweep_orphans, base, self.name)
         self.root = base / f"sb-{uuid.uuid4().hex[:12]}"
         self.workspace = self.root / "workspace"
         self.home = self.root / "home"
         try:
             self.workspace.mkdir(parents=True)
-            (self.root / OWNER_FILE).write_text(_owner_tag())
+            (self.root / OWNER_FILE).write_text(owner_tag(self.name))
             self.home.mkdir()
             for f in task.workspace:
                 self._write_sync(f.path, f.data, f.executable)
