@@ -131,7 +131,6 @@ async def run(
                          samples=samples, config={"agent": agent_name, "agent_options": agent_options or {},
                                                   "sandbox": sandbox, "samples": samples,
                                                   "concurrency": concurrency, "retries": retries})
-        await writer.put("set_run_status", run_id=run_id, status="running")
         for task in {t.hash: t for t in tasks}.values():
             await writer.put("upsert_task", task=task)
         for err in task_errors:
