@@ -1,7 +1,7 @@
 """The learning experiment: does SFT on clawsdk trajectories make the embedded model better on held-out tasks?
 
-    .venv/bin/python benchmarks/learning.py [--families semver-bump,config-convert] [--train 40] [--heldout 15]
-        [--epochs 2] [--lr 1e-4] [--out /tmp/clawsdk-learning] [--threads 2]
+    .venv/bin/python benchmarks/learning.py [--families rename-by-rule,fix-failing-test] [--train 24]
+        [--heldout 8] [--epochs 3] [--lr 1e-4] [--out /tmp/clawsdk-learning] [--threads 2]
 
 1. Procedural tasks, split by family parameters: train tasks from --train-seed, held-out tasks
    from --heldout-seed (same families and level, different generated parameters; no hash in
@@ -46,7 +46,7 @@ def wilson(passed: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def make_tasks(families: list[str], n: int, seed: int, level: int) -> list:
+def make_tasks(families: list[str], n: int, seed: int, level: int, timeout_s: float | None = None) -> list:
     tasks = []
     for name in families:
         family = get_family(name)
@@ -54,7 +54,10 @@ def make_tasks(families: list[str], n: int, seed: int, level: int) -> list:
             task = family.task(seed, i, level)
             # the tools its reference solution uses: a shorter prompt for a 135M model, same for every task
             allow = sorted({c.tool for c in task.solution})
-            tasks.append(task.model_copy(update={"tool_policy": ToolPolicy(allow=allow)}))
+            update: dict = {"tool_policy": ToolPolicy(allow=allow)}
+            if timeout_s:
+                update["limits"] = task.limits.model_copy(update={"timeout_s": timeout_s})
+            tasks.append(task.model_copy(update=update))
     return tasks
 
 
@@ -110,70 +113,8 @@ def summary(label: str, results: dict, tasks: list) -> None:
     )
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--families", default="semver-bump,config-convert")
-    p.add_argument("--level", type=int, default=1, help="1 easy, 2 medium, 3 hard")
-    p.add_argument("--train", type=int, default=40, help="train tasks per family")
-    p.add_argument("--heldout", type=int, default=15, help="held-out tasks per family")
-    p.add_argument("--train-seed", type=int, default=1)
-    p.add_argument("--heldout-seed", type=int, default=2)
-    p.add_argument(
-        "--model-train", type=int, default=0, help="embedded-model rollouts on this many train tasks"
-    )
-    p.add_argument("--epochs", type=float, default=2.0)
-    p.add_argument("--lr", type=float, default=1e-4)
-    p.add_argument("--batch-size", type=int, default=4)
-    p.add_argument("--max-length", type=int, default=1536)
-    p.add_argument("--lora", action="store_true")
-    p.add_argument("--max-turns", type=int, default=5)
-    p.add_argument("--max-tokens", type=int, default=200, help="completion tokens per model turn")
-    p.add_argument("--turn-timeout-s", type=float, default=180.0)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--out", default="/tmp/clawsdk-learning")
-    args = p.parse_args()
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    db = out / "learning.db"
-    families = [f.strip() for f in args.families.split(",") if f.strip()]
-    train = make_tasks(families, args.train, args.train_seed, args.level)
-    held = make_tasks(families, args.heldout, args.heldout_seed, args.level)
-    overlap = {t.hash for t in train} & {t.hash for t in held}
-    if overlap:
-        print(f"error: {len(overlap)} tasks are in both splits; choose other seeds", file=sys.stderr)
-        return 2
-    print(
-        f"families {', '.join(families)} (level {args.level}); train {len(train)} tasks (seed {args.train_seed}), "
-        f"held-out {len(held)} tasks (seed {args.heldout_seed}); store {db}"
-    )
-    cost: dict[str, float] = {}
-
-    t0 = time.perf_counter()
-    oracle = run_sync(train, agent="oracle", run_id="learn-oracle", db=db, concurrency=args.concurrency)
-    cost["oracle rollouts"] = time.perf_counter() - t0
-    print(
-        f"oracle: {sum(1 for o in oracle.outcomes if o.passed)}/{len(oracle.outcomes)} train tasks solved "
-        f"({cost['oracle rollouts']:.0f} s)"
-    )
-    runs = ["learn-oracle"]
-    if args.model_train:
-        _, cost["embedded rollouts on train"] = evaluate(
-            train[: args.model_train], "embedded", "learn-model-train", db, args
-        )
-        runs.append("learn-model-train")
-
-    # the same settings give the same run id, so a rerun reuses a finished "before" run
-    key = hashlib.sha256(
-        json.dumps([t.hash for t in held] + [args.max_turns, args.max_tokens]).encode()
-    ).hexdigest()
-    before, cost["eval before"] = evaluate(held, "embedded", f"learn-before-{key[:8]}", db, args)
-    print(
-        f"before: {sum(v[0] for v in before.values())}/{len(held)} held-out tasks passed "
-        f"({cost['eval before']:.0f} s)"
-    )
-
+def train_sft(held: list, runs: list[str], db: Path, out: Path, args: argparse.Namespace, cost: dict):
+    """Selection (reward 1.0, no held-out task) -> SFT export -> trl-sft; (checkpoint id, path, dataset, metrics)."""
     t0 = time.perf_counter()
     with Store(db) as store:
         result = select(
@@ -203,15 +144,105 @@ def main() -> int:
     ckpt_dir = out / "checkpoint"
     trained = trainer.train(exp.dataset_id, ckpt_dir, db=db)
     cost["sft"] = trained.metrics["wall_s"]
-    m = trained.metrics
+    return trained.checkpoint_id, ckpt_dir, exp.dataset_id, trained.metrics
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--families", default="rename-by-rule,fix-failing-test")
+    p.add_argument("--level", type=int, default=1, help="1 easy, 2 medium, 3 hard")
+    p.add_argument("--train", type=int, default=24, help="train tasks per family")
+    p.add_argument("--heldout", type=int, default=8, help="held-out tasks per family")
+    p.add_argument("--train-seed", type=int, default=1)
+    p.add_argument("--heldout-seed", type=int, default=2)
+    p.add_argument(
+        "--model-train", type=int, default=0, help="embedded-model rollouts on this many train tasks"
+    )
+    p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--batch-size", type=int, default=4)
+    p.add_argument("--max-length", type=int, default=2048)
+    p.add_argument("--lora", action="store_true")
+    p.add_argument("--max-turns", type=int, default=6)
+    p.add_argument("--max-tokens", type=int, default=512, help="completion tokens per model turn")
+    p.add_argument("--turn-timeout-s", type=float, default=900.0, help="wall clock per model turn")
+    p.add_argument(
+        "--task-timeout-s", type=float, default=1800.0, help="wall clock per rollout (a CPU model is slow)"
+    )
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--out", default="/tmp/clawsdk-learning")
+    p.add_argument(
+        "--checkpoint", help="evaluate this checkpoint (an id in --out's store) instead of training a new one"
+    )
+    args = p.parse_args()
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    db = out / "learning.db"
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    train = make_tasks(families, args.train, args.train_seed, args.level, args.task_timeout_s)
+    held = make_tasks(families, args.heldout, args.heldout_seed, args.level, args.task_timeout_s)
+    overlap = {t.hash for t in train} & {t.hash for t in held}
+    if overlap:
+        print(f"error: {len(overlap)} tasks are in both splits; choose other seeds", file=sys.stderr)
+        return 2
     print(
-        f"sft: {trained.checkpoint_id}: {m['examples']} examples ({m['skipped']} skipped), {m['steps']} steps, "
+        f"families {', '.join(families)} (level {args.level}); train {len(train)} tasks (seed {args.train_seed}), "
+        f"held-out {len(held)} tasks (seed {args.heldout_seed}); store {db}"
+    )
+    cost: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    train_key = hashlib.sha256(json.dumps([t.hash for t in train]).encode()).hexdigest()[:8]
+    oracle_run = f"learn-oracle-{train_key}"
+    run_sync(train, agent="oracle", run_id=oracle_run, db=db, concurrency=args.concurrency)
+    cost["oracle rollouts"] = time.perf_counter() - t0
+    with Store(db) as store:  # from the store: a rerun resumes the run and only reports what it ran
+        solved = store.query(
+            "SELECT count(*) AS n FROM rollouts WHERE run_id = ? AND passed = 1", [oracle_run]
+        )
+    print(f"oracle: {solved[0]['n']}/{len(train)} train tasks solved ({cost['oracle rollouts']:.0f} s)")
+    runs = [oracle_run]
+    if args.model_train:
+        _, cost["embedded rollouts on train"] = evaluate(
+            train[: args.model_train], "embedded", f"learn-model-train-{train_key}", db, args
+        )
+        runs.append(f"learn-model-train-{train_key}")
+
+    # the same settings give the same run id, so a rerun reuses a finished "before" run
+    key = hashlib.sha256(
+        json.dumps([t.hash for t in held] + [args.max_turns, args.max_tokens, args.turn_timeout_s]).encode()
+    ).hexdigest()
+    before, cost["eval before"] = evaluate(held, "embedded", f"learn-before-{key[:8]}", db, args)
+    print(
+        f"before: {sum(v[0] for v in before.values())}/{len(held)} held-out tasks passed "
+        f"({cost['eval before']:.0f} s)"
+    )
+
+    if args.checkpoint:
+        with Store(db) as store:
+            rows = store.query("SELECT * FROM checkpoints WHERE id = ?", [args.checkpoint])
+        if not rows:
+            print(
+                f"error: {db} holds no checkpoint {args.checkpoint!r} (see `clawsdk train list`)",
+                file=sys.stderr,
+            )
+            return 2
+        ckpt_id, ckpt_dir, dataset_id = rows[0]["id"], Path(rows[0]["path"]), rows[0]["dataset_id"]
+        m = json.loads(rows[0]["metrics"] or "{}")
+        cost["sft (earlier run)"] = m.get("wall_s", 0.0)
+    else:
+        ckpt_id, ckpt_dir, dataset_id, m = train_sft(held, runs, db, out, args, cost)
+    m_line = (
+        f"{m['examples']} examples ({m['skipped']} skipped), {m['steps']} steps, "
         f"{m['tokens']} tokens ({m['assistant_tokens']} in the loss), loss {m['first_loss']:.3f} -> "
         f"{m['last_loss']:.3f}, {m['train_s']:.0f} s training"
     )
+    print(f"sft: {ckpt_id}{' (reused)' if args.checkpoint else ''}: {m_line}")
 
     after, cost["eval after"] = evaluate(
-        held, f"transformers:{ckpt_dir}", f"learn-after-{trained.checkpoint_id}", db, args
+        held, f"transformers:{ckpt_dir}", f"learn-after-{ckpt_id}-{key[:8]}", db, args
     )
 
     print("\nheld-out pass rate (tool-loop agent, temperature 0, Wilson 95% CI):")
@@ -226,7 +257,7 @@ def main() -> int:
     )
     total = sum(cost.values())
     print(
-        "\ncost (wall clock on this machine, CPU only): "
+        "\ncost (wall clock on this machine, CPU only; a stage reused from the store shows its rerun time): "
         + ", ".join(f"{k} {v:.0f} s" for k, v in cost.items())
         + f"; total {total / 60:.1f} min"
     )
@@ -242,8 +273,8 @@ def main() -> int:
                 "ci": [test.low, test.high],
                 "cost_s": cost,
                 "sft": m,
-                "checkpoint": trained.checkpoint_id,
-                "dataset": exp.dataset_id,
+                "checkpoint": ckpt_id,
+                "dataset": dataset_id,
             },
             indent=2,
         )
