@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,23 +39,40 @@ class Recorder:
         self.keep = keep or writer is None
         self.kept: list[dict] = []
 
-    async def record(self, kind: str, payload: dict[str, Any], *, duration_ms: float | None = None) -> int:
-        if kind not in EVENT_KINDS:
-            raise ValueError(f"unknown event kind {kind!r}; one of {EVENT_KINDS}")
+    def _number(self, kind: str, ts: str, duration_ms: float | None, payload: dict | None,
+                raw: str | None) -> tuple:
+        """The next event's store row; counts calls and keeps it in memory when asked."""
         seq = self.seq
         self.seq += 1
         if kind == "tool_call":
             self.n_tool_calls += 1
         elif kind == "model_request":
             self.n_model_calls += 1
-        ts = now()
         if self.keep:
-            self.kept.append({"seq": seq, "kind": kind, "ts": ts, "duration_ms": duration_ms, "payload": payload})
+            if payload is None:
+                payload = json.loads(raw or "null")
+            self.kept.append({"seq": seq, "kind": kind, "ts": ts, "duration_ms": duration_ms,
+                              "payload": payload})
+        return (self.rollout_id, self.attempt, seq, kind, ts, duration_ms, raw)
+
+    async def record(self, kind: str, payload: dict[str, Any], *, duration_ms: float | None = None) -> int:
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"unknown event kind {kind!r}; one of {EVENT_KINDS}")
+        raw = dumps(payload) if self.writer is not None else None
+        row = self._number(kind, now(), duration_ms, payload, raw)
         if self.writer is not None:
-            await self.writer.events(
-                [(self.rollout_id, self.attempt, seq, kind, ts, duration_ms, dumps(payload))]
-            )
-        return seq
+            await self.writer.events([row])
+        return row[2]
+
+    async def record_rows(self, rows: list[tuple]) -> None:
+        """Events recorded elsewhere (store rows from a Ray worker's recorder), as one batch.
+
+        They keep their timestamps, durations and payloads; this recorder numbers them after its own,
+        in the order given.
+        """
+        out = [self._number(kind, ts, ms, None, raw) for _rid, _attempt, _seq, kind, ts, ms, raw in rows]
+        if out and self.writer is not None:
+            await self.writer.events(out)
 
     def transcript(self) -> list[dict]:
         """The events kept in memory (when `keep` is on)."""

@@ -298,33 +298,9 @@ async def _consume(stream: Any, recorder: Recorder) -> AttemptResult | None:
         except StopAsyncIteration:
             return result
         if kind == "events":
-            await forward_events(recorder, data)
+            await recorder.record_rows(data)
         elif kind == "result":
             result = data
-
-
-async def forward_events(recorder: Recorder, rows: list[tuple]) -> None:
-    """Record events made on a worker through the driver's recorder, as one batch.
-
-    They keep the worker's timestamps and durations; the driver's recorder numbers them, in the
-    order the stream delivers them (the worker's order), after anything it recorded itself.
-    """
-    if not rows:
-        return
-    out = []
-    for _rid, _attempt, _seq, kind, ts, duration_ms, payload in rows:
-        seq = recorder.seq
-        recorder.seq += 1
-        if kind == "tool_call":
-            recorder.n_tool_calls += 1
-        elif kind == "model_request":
-            recorder.n_model_calls += 1
-        if recorder.keep:
-            recorder.kept.append({"seq": seq, "kind": kind, "ts": ts, "duration_ms": duration_ms,
-                                  "payload": json.loads(payload)})
-        out.append((recorder.rollout_id, recorder.attempt, seq, kind, ts, duration_ms, payload))
-    if recorder.writer is not None:
-        await recorder.writer.events(out)
 
 
 async def _cancel(ray: Any, stream: Any, recorder: Recorder, grace_s: float) -> None:
