@@ -29,6 +29,7 @@ from pathlib import Path
 
 from clawsdk.bench.estimators import paired_test
 from clawsdk.data.export import export_sft
+from clawsdk.data.lineage import checkpoint
 from clawsdk.data.select import Selection, select
 from clawsdk.runtime.runner import run_sync
 from clawsdk.store.store import Store
@@ -191,6 +192,14 @@ def main() -> int:
         f"families {', '.join(families)} (level {args.level}); train {len(train)} tasks (seed {args.train_seed}), "
         f"held-out {len(held)} tasks (seed {args.heldout_seed}); store {db}"
     )
+    reused = None
+    if args.checkpoint:  # before any rollout: a wrong id should not cost an evaluation
+        with Store(db) as store:
+            try:
+                reused = checkpoint(store, args.checkpoint)
+            except LookupError as e:
+                print(f"error: {e} (see `clawsdk train list`)", file=sys.stderr)
+                return 2
     cost: dict[str, float] = {}
 
     t0 = time.perf_counter()
@@ -220,17 +229,13 @@ def main() -> int:
         f"({cost['eval before']:.0f} s)"
     )
 
-    if args.checkpoint:
-        with Store(db) as store:
-            rows = store.query("SELECT * FROM checkpoints WHERE id = ?", [args.checkpoint])
-        if not rows:
-            print(
-                f"error: {db} holds no checkpoint {args.checkpoint!r} (see `clawsdk train list`)",
-                file=sys.stderr,
-            )
-            return 2
-        ckpt_id, ckpt_dir, dataset_id = rows[0]["id"], Path(rows[0]["path"]), rows[0]["dataset_id"]
-        m = json.loads(rows[0]["metrics"] or "{}")
+    if reused:
+        ckpt_id, ckpt_dir, dataset_id, m = (
+            reused["id"],
+            Path(reused["path"]),
+            reused["dataset_id"],
+            reused["metrics"],
+        )
         cost["sft (earlier run)"] = m.get("wall_s", 0.0)
     else:
         ckpt_id, ckpt_dir, dataset_id, m = train_sft(held, runs, db, out, args, cost)
