@@ -74,7 +74,7 @@ def main() -> None:
                          "short: the instruction alone (generation-heavy)")
     args = ap.parse_args()
 
-    from clawsdk_plugins.models_local import EmbeddedModel
+    from clawsdk_plugins.models_embedded import EmbeddedModel
 
     model = EmbeddedModel(max_batch=args.concurrency, threads=args.threads)
     t0 = time.perf_counter()

@@ -35,7 +35,7 @@ def resolve_base(model: str) -> str:
     """'embedded' -> the dequantized SmolLM2 copy; 'transformers:PATH' or PATH -> PATH."""
     spec = str(model)
     if spec == "embedded" or spec.startswith("embedded:"):
-        from clawsdk_plugins.models_local import dequantized_copy, embedded_gguf
+        from clawsdk_plugins.models_embedded import dequantized_copy, embedded_gguf
 
         return str(dequantized_copy(embedded_gguf()))
     if spec.startswith("transformers:"):
@@ -289,7 +289,8 @@ def _parent(store: Any, base: str) -> str | None:
 def _policy_model(trainer: Any, **options: Any) -> Any:
     """A clawsdk Model that generates with the trainer's current weights: its vLLM engine on a GPU,
     else the model being trained (transformers generate)."""
-    from clawsdk_plugins.models_local import TransformersModel, VLLMModel
+    from clawsdk_plugins.models_transformers import TransformersModel
+    from clawsdk_plugins.models_vllm import VLLMModel
 
     if getattr(trainer, "use_vllm", False):
 

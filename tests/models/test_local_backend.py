@@ -19,7 +19,7 @@ pytest.importorskip("transformers")
 from clawsdk.runtime.runner import run  # noqa: E402
 from clawsdk.store.store import Store  # noqa: E402
 from clawsdk.tasks.native import load_task  # noqa: E402
-from clawsdk_plugins.models_local import TransformersModel  # noqa: E402
+from clawsdk_plugins.models_transformers import TransformersModel  # noqa: E402
 
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
           "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
@@ -158,7 +158,7 @@ def test_a_rollout_whose_model_runs_on_ends_as_agent_timeout(tiny_checkpoint, tm
 @pytest.mark.slow
 def test_the_embedded_model_works_an_example_task_end_to_end(tmp_path):
     pytest.importorskip("gguf")
-    from clawsdk_plugins.models_local import embedded_gguf
+    from clawsdk_plugins.models_embedded import embedded_gguf
 
     try:
         embedded_gguf()
@@ -192,3 +192,18 @@ def test_the_embedded_model_works_an_example_task_end_to_end(tmp_path):
     # the tiny model called tools (tool_choice=required): each call was executed or answered with an error
     assert "tool_call" in kinds or any(e["kind"] == "error" and e["payload"].get("kind") == "malformed_tool_call"
                                        for e in events)
+
+
+def test_the_backends_keep_their_registered_names_and_import_paths():
+    # models_local was split by backend: `--model NAME` and code that imports from it still work
+    from clawsdk.plugins import get_registry
+    from clawsdk_plugins import models_embedded, models_llamacpp, models_local, models_vllm
+
+    registry = get_registry()
+    assert registry.get("models", "transformers") is TransformersModel
+    assert registry.get("models", "embedded") is models_embedded.EmbeddedModel
+    assert registry.get("models", "vllm") is models_vllm.VLLMModel
+    assert registry.get("models", "llamacpp") is models_llamacpp.LlamaCppModel
+    for name in models_local.__all__:
+        assert getattr(models_local, name) is not None
+    assert issubclass(models_local.EmbeddedModel, models_local.LocalChatModel)

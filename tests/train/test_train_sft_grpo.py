@@ -48,7 +48,7 @@ def sft_export(tmp_path: Path, n: int = 2) -> tuple[Path, str]:
 
 def test_training_tokens_are_what_the_agent_prompts_with(tiny_model, tmp_path):
     """Each assistant turn in the loss is the model's own output for the prompt the agent would send."""
-    from clawsdk_plugins.models_local import TransformersModel
+    from clawsdk_plugins.models_transformers import TransformersModel
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
@@ -99,7 +99,7 @@ def test_episode_assembly_masks_what_the_model_did_not_write():
 
 
 def _chat_once(path: str) -> str:
-    from clawsdk_plugins.models_local import TransformersModel
+    from clawsdk_plugins.models_transformers import TransformersModel
 
     model = TransformersModel(path, device="cpu")
 

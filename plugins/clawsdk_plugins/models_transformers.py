@@ -1,0 +1,149 @@
+"""`transformers:PATH`: a Hugging Face checkpoint on CPU or GPU, batched by the shared engine."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+from clawsdk_plugins.local_engine import LocalChatModel, Request, need
+
+
+def _pick_device(device: str) -> str:
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class TransformersModel(LocalChatModel):
+    """A Hugging Face checkpoint (folder or hub id already in the local cache) through transformers."""
+
+    backend = "transformers"
+
+    def __init__(self, name: str | None = None, *, device: str = "auto", dtype: str = "auto",
+                 gguf_file: str | None = None, trust_remote_code: bool = False, threads: int | None = None,
+                 **options: Any):
+        if not name:
+            raise ValueError("the transformers backend needs a checkpoint: --model transformers:PATH")
+        super().__init__(**options)
+        self.path = str(name)
+        self.name = f"transformers:{self.path}"
+        self.device = device
+        self.dtype = dtype
+        self.gguf_file = gguf_file
+        self.trust_remote_code = trust_remote_code
+        self.threads = threads
+        self.hf_model: Any = None
+        self.eos_ids: set[int] = set()
+
+    def _load(self) -> None:
+        need("transformers", "embedded")
+        torch = need("torch", "embedded")
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a weights bar on stdout breaks --json output and summaries
+        device = _pick_device(self.device)
+        if self.threads:
+            torch.set_num_threads(int(self.threads))
+        elif device == "cpu":
+            # half the cores: the sandboxes' commands, the tool servers and the event loop need the
+            # rest, and OpenMP threads that get preempted slow generation down ten-fold
+            torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+        kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
+        if self.gguf_file:
+            kwargs["gguf_file"] = self.gguf_file
+        if self.dtype == "auto":
+            dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+        else:
+            dtype = getattr(torch, self.dtype)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.path, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype, **kwargs)
+        self.hf_model = model.to(device).eval()
+        self._setup_tokens()
+
+    def _setup_tokens(self) -> None:
+        cfg = self.hf_model.config
+        gen = getattr(self.hf_model, "generation_config", None)
+        eos = [getattr(gen, "eos_token_id", None), getattr(cfg, "eos_token_id", None), self.tokenizer.eos_token_id]
+        for e in eos:
+            self.eos_ids.update(e if isinstance(e, list) else [e] if e is not None else [])
+        if self.context_window is None:
+            self.context_window = int(getattr(cfg, "max_position_embeddings", 0) or 4096)
+
+    def _generate(self, requests: list[Request]) -> None:
+        import torch
+        from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria, \
+            StoppingCriteriaList
+
+        model, tok = self.hf_model, self.tokenizer
+        device = model.device
+        pad = tok.pad_token_id if tok.pad_token_id is not None else min(self.eos_ids, default=0)
+        width = max(len(r.prompt_ids) for r in requests)
+        ids = torch.full((len(requests), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(requests), width), dtype=torch.long)
+        for i, r in enumerate(requests):  # left padding: every row ends at the same column
+            ids[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids)
+            mask[i, width - len(r.prompt_ids):] = 1
+        eos = sorted(self.eos_ids)
+        done = [False] * len(requests)
+        last_logprobs: list[Any] = [None]
+
+        class RawLogprobs(LogitsProcessor):
+            # the first processor sees the raw logits: logprobs under the model, not the sampler
+            def __call__(self, input_ids: Any, scores: Any) -> Any:
+                last_logprobs[0] = torch.log_softmax(scores.float(), dim=-1)
+                return scores
+
+        class Limits(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+                now = time.monotonic()
+                step = input_ids.shape[1] - width
+                new = input_ids[:, -1].tolist()
+                lp = last_logprobs[0]
+                picked = lp.gather(1, input_ids[:, -1:].to(lp.device)).squeeze(1).tolist() if lp is not None else None
+                out = []
+                for i, r in enumerate(requests):
+                    if not done[i]:
+                        r.token_ids.append(new[i])
+                        if picked is not None:
+                            r.logprobs.append(float(picked[i]))
+                        reason = None
+                        if new[i] in self_eos:
+                            reason = "stop"
+                        elif r.stop and any(s in tok.decode(r.token_ids[-24:]) for s in r.stop):
+                            reason = "stop"
+                        elif step >= r.max_new_tokens:
+                            reason = "length"
+                        elif r.cancelled:
+                            reason = "cancelled"
+                        elif now > r.deadline:
+                            reason = "timeout"
+                        if reason:
+                            done[i] = True
+                            r.finish_reason = reason
+                    out.append(done[i])
+                return torch.tensor(out, dtype=torch.bool, device=input_ids.device)
+
+        self_eos = set(eos)
+        head = requests[0]
+        sample = head.temperature > 0
+        config = GenerationConfig(
+            max_new_tokens=max(r.max_new_tokens for r in requests), do_sample=sample,
+            temperature=head.temperature if sample else None, top_p=head.top_p if sample else None,
+            top_k=None, pad_token_id=pad, eos_token_id=eos or None,
+        )
+        if head.seed is not None:
+            torch.manual_seed(int(head.seed))
+        with torch.inference_mode():
+            model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
+                           logits_processor=LogitsProcessorList([RawLogprobs()]),
+                           stopping_criteria=StoppingCriteriaList([Limits()]))
+        for r in requests:
+            if r.finish_reason is None:
+                r.finish_reason = "length"
+            if not all(math.isfinite(x) for x in r.logprobs):
+                r.logprobs = [x if math.isfinite(x) else -1e9 for x in r.logprobs]
