@@ -48,6 +48,10 @@ class ToolServer(MCPServer):
                  description: str | None = None, annotations: Any = None, icons: Any = None,
                  meta: dict[str, Any] | None = None, structured_output: bool | None = None) -> None:
         inner = inspect.unwrap(fn)
+        if structured_output is None and _returns_text(inner):
+            # a text tool's result is its text: no output schema, so no client validates
+            # {"result": text} against one (compiling that validator was a sixth of a short rollout)
+            structured_output = False
         code = getattr(inner, "__code__", None)
         if code is None or icons or meta:
             return super().add_tool(fn, name=name, title=title, description=description, annotations=annotations,
@@ -62,6 +66,11 @@ class ToolServer(MCPServer):
         tools = self._tool_manager._tools
         if template.name not in tools:
             tools[template.name] = template.model_copy(update={"fn": fn})
+
+
+def _returns_text(fn: Callable) -> bool:
+    ret = getattr(fn, "__annotations__", {}).get("return")
+    return ret is str or ret == "str"
 
 
 def tool_errors(fn: Callable) -> Callable:

@@ -63,7 +63,12 @@ class StoreWriter:
         await self._send.send((method, kwargs))
 
     async def events(self, rows: list[tuple]) -> None:
-        await self._send.send(("insert_events", {"rows": rows}))
+        # the hot path of recording: no scheduler round trip while the queue has room (a checkpoint
+        # per event cost more than building the event); back-pressure only when it is full
+        try:
+            self._send.send_nowait(("insert_events", {"rows": rows}))
+        except anyio.WouldBlock:
+            await self._send.send(("insert_events", {"rows": rows}))
 
     async def flush(self) -> None:
         """Wait until everything queued before this call is committed."""

@@ -110,3 +110,19 @@ def test_file_tools_refuse_paths_out_of_the_workspace(tmp_path, tool, args):
             assert not (Path(sb.workspace).parent / "secret.txt").exists()
 
     anyio.run(main)
+
+
+def test_text_tools_list_no_output_schema_and_dict_tools_keep_theirs():
+    """A client validates every result against a tool's output schema: text tools declare none
+    (their text is the result), tools that return structure keep theirs and still deliver it."""
+    async def main():
+        async with connected(core_server, task_with({"a.txt": "hi\n"})) as (c, _):
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert tools["read"].output_schema is None and tools["write"].output_schema is None
+            assert tools["exec"].output_schema is not None
+            r = await c.call_tool("read", {"path": "a.txt"})
+            assert text(r) == "hi\n" and not r.is_error
+            r = await c.call_tool("exec", {"command": "echo ok"})
+            assert r.structured_content["stdout"] == "ok\n"
+
+    anyio.run(main)
