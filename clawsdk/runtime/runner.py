@@ -26,6 +26,7 @@ from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent
 from clawsdk.runtime.recorder import Recorder
+from clawsdk.runtime.rollout import first_leaf
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, default_sandbox
@@ -71,6 +72,19 @@ class RunResult:
 
 class RunConflict(ClawError):
     """A rerun whose tasks or settings differ from the run it would resume."""
+
+
+class DuplicateTaskId(ClawError):
+    """Two tasks of one run share an id."""
+
+
+class RunFailed(ClawError):
+    """The runner could not go on (the store refused a write, a bug): the run ended `failed`, settled."""
+
+    def __init__(self, message: str, *, run_id: str, result: RunResult):
+        super().__init__(message)
+        self.run_id = run_id
+        self.result = result
 
 
 def _load_agent(agent: str | Agent, options: dict[str, Any]) -> Agent:
@@ -121,93 +135,157 @@ async def run(
     result = RunResult(run_id=run_id, db=db_path, task_errors=list(task_errors))
     agent_name = getattr(the_agent, "name", type(the_agent).__name__)
 
+    refuse_duplicate_ids(tasks)
     plan, attempts = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, result)
     by_category = {t.id: t.category for t in tasks}
     sandbox_slots = anyio.CapacityLimiter(concurrency)
     agent_by_name = agent if isinstance(agent, str) else None
+    started: list[str] = []  # every rollout this invocation started: it must end them all
+    failure: BaseException | None = None
+    writer: StoreWriter | None = None
 
-    async with StoreWriter(db_path) as writer, executor:
-        await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
-                         samples=samples, config={"agent": agent_name, "agent_options": agent_options or {},
-                                                  "sandbox": sandbox, "samples": samples,
-                                                  "concurrency": concurrency, "retries": retries})
-        for task in {t.hash: t for t in tasks}.values():
-            await writer.put("upsert_task", task=task)
-        for err in task_errors:
-            await writer.put("record_task_error", run_id=run_id, path=err.path, field=err.field,
-                             task_id=err.task_id, message=err.message)
+    try:
+        async with StoreWriter(db_path) as writer, executor:
+            await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
+                             samples=samples, config={"agent": agent_name, "agent_options": agent_options or {},
+                                                      "sandbox": sandbox, "samples": samples,
+                                                      "concurrency": concurrency, "retries": retries})
+            for task in {t.hash: t for t in tasks}.values():
+                await writer.put("upsert_task", task=task)
+            for err in task_errors:
+                await writer.put("record_task_error", run_id=run_id, path=err.path, field=err.field,
+                                 task_id=err.task_id, message=err.message)
 
-        async def one(task: Task, sample: int) -> None:
-            rid = rollout_id(run_id, task.id, sample)
-            attempt = attempts.get(rid, -1)
-            async with sandbox_slots:
-                for retry in range(retries + 1):
-                    attempt += 1
-                    await writer.put("start_rollout", rollout_id=rid, run_id=run_id, task_id=task.id,
-                                     task_hash=task.hash, sample=sample, attempt=attempt, agent=agent_name,
-                                     model=getattr(the_agent, "model", None))
-                    recorder = Recorder(writer, rid, attempt, keep=True)
+            async def one(task: Task, sample: int) -> None:
+                rid = rollout_id(run_id, task.id, sample)
+                attempt = attempts.get(rid, -1)
+                async with sandbox_slots:
+                    started.append(rid)
+                    for retry in range(retries + 1):
+                        attempt += 1
+                        await writer.put("start_rollout", rollout_id=rid, run_id=run_id, task_id=task.id,
+                                         task_hash=task.hash, sample=sample, attempt=attempt, agent=agent_name,
+                                         model=getattr(the_agent, "model", None))
+                        recorder = Recorder(writer, rid, attempt, keep=True)
 
-                    async def cancelled() -> None:
-                        with anyio.CancelScope(shield=True):
-                            await writer.put("finish_rollout", rollout_id=rid, attempt=attempt,
-                                             status="cancelled", failure_kind=FailureKind.CANCELLED.value,
-                                             scored=False, reward=None, passed=None, error="run cancelled",
-                                             n_tool_calls=recorder.n_tool_calls,
-                                             n_model_calls=recorder.n_model_calls, duration_s=0.0)
+                        async def cancelled() -> None:
+                            with anyio.CancelScope(shield=True):
+                                await writer.put("finish_rollout", rollout_id=rid, attempt=attempt,
+                                                 status="cancelled", failure_kind=FailureKind.CANCELLED.value,
+                                                 scored=False, reward=None, passed=None, error="run cancelled",
+                                                 n_tool_calls=recorder.n_tool_calls,
+                                                 n_model_calls=recorder.n_model_calls, duration_s=0.0)
 
-                    try:
-                        job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
-                                         agent_options=agent_options or {}, sandbox=sandbox, sandbox_config=cfg,
-                                         rollout_id=rid, attempt=attempt)
-                        res = await executor.attempt(job, recorder)
-                    except BaseException:  # cancelled (maybe inside an exception group): not finished
-                        await cancelled()
-                        raise
-                    last = retry == retries or not res.kind.retryable
-                    verdict = res.verdict
-                    with anyio.CancelScope(shield=True):  # the attempt is over: its ending must land
-                        await writer.put(
-                            "finish_rollout", rollout_id=rid, attempt=attempt,
-                            status="finished" if last else "retrying", failure_kind=res.kind.value,
-                            scored=res.kind.scored, reward=verdict.score if verdict and res.kind.scored else None,
-                            passed=verdict.passed if verdict and res.kind.scored else None, error=res.error,
-                            n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls,
-                            duration_s=res.duration_s,
-                            verdict=verdict.model_dump(mode="json") if verdict else None,
-                        )
-                    if last:
-                        break
-                    log.info("rollout %s: %s, retrying (%d/%d)", rid, res.kind.value, retry + 1, retries)
-                    try:
-                        await anyio.sleep(backoff_s * (2**retry))
-                    except BaseException:
-                        await cancelled()
-                        raise
-            outcome = RolloutOutcome(
-                rollout_id=rid, task_id=task.id, sample=sample, kind=res.kind,
-                reward=verdict.score if verdict and res.kind.scored else None,
-                passed=verdict.passed if verdict and res.kind.scored else None,
-                error=res.error, duration_s=res.duration_s, attempts=retry + 1,
-                category=by_category.get(task.id),
-            )
-            result.outcomes.append(outcome)
-            if on_rollout is not None:
-                on_rollout(outcome)
+                        try:
+                            job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
+                                             agent_options=agent_options or {}, sandbox=sandbox,
+                                             sandbox_config=cfg, rollout_id=rid, attempt=attempt)
+                            res = await executor.attempt(job, recorder)
+                        except BaseException:  # cancelled (maybe inside an exception group): not finished
+                            await cancelled()
+                            raise
+                        last = retry == retries or not res.kind.retryable
+                        verdict = res.verdict
+                        with anyio.CancelScope(shield=True):  # the attempt is over: its ending must land
+                            await writer.put(
+                                "finish_rollout", rollout_id=rid, attempt=attempt,
+                                status="finished" if last else "retrying", failure_kind=res.kind.value,
+                                scored=res.kind.scored,
+                                reward=verdict.score if verdict and res.kind.scored else None,
+                                passed=verdict.passed if verdict and res.kind.scored else None, error=res.error,
+                                n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls,
+                                duration_s=res.duration_s,
+                                verdict=verdict.model_dump(mode="json") if verdict else None,
+                            )
+                        if last:
+                            break
+                        log.info("rollout %s: %s, retrying (%d/%d)", rid, res.kind.value, retry + 1, retries)
+                        try:
+                            await anyio.sleep(backoff_s * (2**retry))
+                        except BaseException:
+                            await cancelled()
+                            raise
+                outcome = RolloutOutcome(
+                    rollout_id=rid, task_id=task.id, sample=sample, kind=res.kind,
+                    reward=verdict.score if verdict and res.kind.scored else None,
+                    passed=verdict.passed if verdict and res.kind.scored else None,
+                    error=res.error, duration_s=res.duration_s, attempts=retry + 1,
+                    category=by_category.get(task.id),
+                )
+                result.outcomes.append(outcome)
+                if on_rollout is not None:
+                    on_rollout(outcome)
 
-        try:
             async with anyio.create_task_group() as outer:
                 if handle_signals:
                     outer.start_soon(_cancel_on_signal, outer.cancel_scope, result)
+                outer.start_soon(_cancel_on_store_failure, outer.cancel_scope, writer)
                 async with anyio.create_task_group() as rollouts:
                     for task, sample in plan:
                         rollouts.start_soon(one, task, sample)
-                outer.cancel_scope.cancel()  # all done: stop watching for signals
-        finally:
-            with anyio.CancelScope(shield=True):
-                await writer.put("set_run_status", run_id=run_id,
-                                 status="interrupted" if result.interrupted else "finished")
+                outer.cancel_scope.cancel()  # all done: stop watching for signals and the writer
+    except BaseException as e:  # noqa: BLE001 - every ending is settled below; cancellation is re-raised there
+        failure = e
+    finally:
+        # On a connection of its own: the writer may be what failed. Shielded: a cancelled run must still end.
+        status, reason = _ending(result, failure, writer)
+        with anyio.CancelScope(shield=True):
+            try:
+                ended = await anyio.to_thread.run_sync(_settle, db_path, run_id, started, status, reason)
+            except Exception as e:  # noqa: BLE001 - the store itself is gone; say so, keep the first cause
+                log.error("could not record how run %s ended in %s: %s: %s", run_id, db_path, type(e).__name__, e)
+                ended = None
+                if failure is None:
+                    failure = e
+                    reason = f"the store could not record the run's end: {type(e).__name__}: {e}"
+    if failure is not None and not isinstance(first_leaf(failure), Exception):
+        raise failure  # cancelled from outside, or KeyboardInterrupt: as it came
+    if failure is not None or status == "failed":
+        left = f"{ended} rollout(s) in flight ended cancelled; " if ended else ""
+        raise RunFailed(f"run {run_id} failed: {reason}; {left}rerun with --run-id {run_id} to finish it",
+                        run_id=run_id, result=result) from failure
     return result
+
+
+async def _cancel_on_store_failure(scope: anyio.CancelScope, writer: StoreWriter) -> None:
+    await writer.failed.wait()
+    scope.cancel()  # nothing more would be recorded: stop rather than run rollouts nobody can see
+
+
+def _ending(result: RunResult, failure: BaseException | None, writer: StoreWriter | None) -> tuple[str, str | None]:
+    """The run's status and, unless it finished, why."""
+    if writer is not None and writer.error is not None:
+        e = writer.error
+        return "failed", f"the store refused a write ({type(e).__name__}: {_short(e)})"
+    if failure is not None:
+        leaf = first_leaf(failure)
+        if isinstance(leaf, Exception):
+            return "failed", f"{type(leaf).__name__}: {_short(leaf)}"
+        return "interrupted", "cancelled" if not isinstance(leaf, KeyboardInterrupt) else "interrupted (Ctrl-C)"
+    if result.interrupted:
+        return "interrupted", "interrupted by a signal"
+    return "finished", None
+
+
+def _short(e: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _settle(db_path: Path, run_id: str, started: list[str], status: str, reason: str | None) -> int:
+    with Store(db_path) as store, store.transaction():
+        return store.settle_run(run_id, started, status, reason)
+
+
+def refuse_duplicate_ids(tasks: Sequence[Task]) -> None:
+    """Two tasks with one id would share rollout ids (and clobber each other's rows): refuse before starting."""
+    seen: dict[str, Task] = {}
+    for task in tasks:
+        first = seen.setdefault(task.id, task)
+        if first is not task:
+            where = [str(t.provenance.get("path") or "?") for t in (first, task)]
+            raise DuplicateTaskId(f"task id {task.id!r} is used twice ({where[0]} and {where[1]}); "
+                                  "a run needs unique ids: rename one, or run the folders separately")
 
 
 async def _cancel_on_signal(scope: anyio.CancelScope, result: RunResult) -> None:

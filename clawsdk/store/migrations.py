@@ -314,3 +314,9 @@ def m005_training_lineage(db: sqlite_utils.Database) -> None:
         )"""
     )
     db.execute("CREATE INDEX checkpoints_dataset ON checkpoints(dataset_id)")
+
+
+@migration
+def m006_run_error(db: sqlite_utils.Database) -> None:
+    """A run the runner could not finish ends `failed` (a status m001 did not have), and says why."""
+    db.execute("ALTER TABLE runs ADD COLUMN error TEXT /* why the run ended failed or interrupted */")

@@ -83,8 +83,29 @@ class Store:
             [run_id, ts, ts, status, agent, sandbox, samples, dumps(config or {})],
         )
 
-    def set_run_status(self, run_id: str, status: str) -> None:
-        self.db.execute("UPDATE runs SET status = ?, updated_at = ? WHERE id = ?", [status, now(), run_id])
+    def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        self.db.execute("UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE id = ?",
+                        [status, error, now(), run_id])
+
+    def settle_run(self, run_id: str, rollout_ids: list[str], status: str, error: str | None = None) -> int:
+        """End a run: its status and reason, and each of `rollout_ids` still running ends `cancelled`.
+
+        Cancelled rollouts are unscored and a rerun of the run id starts them again. Returns how many
+        rollouts it ended.
+        """
+        ended = 0
+        reason = error or f"run {status}"
+        for i in range(0, len(rollout_ids), 500):  # SQLite's host-parameter limit
+            chunk = rollout_ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            ended += self.db.execute(
+                f"""UPDATE rollouts SET status = 'cancelled', failure_kind = 'cancelled', scored = 0, reward = NULL,
+                        passed = NULL, error = ?, finished_at = ?
+                    WHERE run_id = ? AND status IN ('running', 'retrying') AND id IN ({marks})""",
+                [reason, now(), run_id, *chunk],
+            ).rowcount
+        self.set_run_status(run_id, status, error)
+        return ended
 
     def upsert_task(self, task: Any, source: str | None = None) -> None:
         self.db.execute(

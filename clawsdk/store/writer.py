@@ -4,6 +4,10 @@ Recording never waits on SQLite: producers put writes on a bounded queue (back-p
 when it is full); the writer applies everything queued so far in one transaction, in order,
 on a worker thread with its own connection. A rollout's finishing write is queued after its
 events, so a committed finished rollout always has all of its events.
+
+A batch the store refuses (a constraint, a full disk) is rolled back whole and ends the writer:
+`error` says why and `failed` is set, later writes are dropped instead of raising in every
+producer, and the owner (the runner) stops and settles what it started on a fresh connection.
 """
 
 from __future__ import annotations
@@ -39,6 +43,10 @@ class StoreWriter:
         self._store: Store | None = None
         self.committed_batches = 0
         self.committed_writes = 0
+        #: the write the store refused, once it has; nothing is committed after it
+        self.error: BaseException | None = None
+        self.failed = anyio.Event()
+        self.dropped = 0
 
     async def __aenter__(self) -> StoreWriter:
         self._store = await anyio.to_thread.run_sync(Store, self.path)
@@ -92,7 +100,15 @@ class StoreWriter:
                 if len(batch) < 64 and not isinstance(batch[-1], _Flush):
                     await anyio.sleep(LINGER_S)
                     self._gather(batch)
-                await anyio.to_thread.run_sync(self._apply, batch)
+                if self.error is None:
+                    try:
+                        await anyio.to_thread.run_sync(self._apply, batch)
+                    except Exception as e:  # noqa: BLE001 - reported through `error`; the owner settles
+                        log.error("the store at %s refused a write: %s: %s", self.path, type(e).__name__, e)
+                        self.error = e
+                        self.failed.set()
+                if self.error is not None:
+                    self.dropped += sum(not isinstance(item, _Flush) for item in batch)
                 for item in batch:
                     if isinstance(item, _Flush):
                         item.done.set()
