@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def prompts(n: int) -> list[list[dict]]:
     from clawsdk.tasks.native import load_task
-    from clawsdk_plugins.agent_toolloop import SYSTEM_PROMPT
+    from clawsdk.models.prompt import SYSTEM_PROMPT
 
     tasks = [load_task(p) for p in sorted((ROOT / "examples" / "tasks").iterdir()) if (p / "task.yaml").exists()]
     return [[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": tasks[i % len(tasks)].instruction}]

@@ -61,7 +61,7 @@ class Reverification:
 async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
                         config: SandboxConfig | None = None) -> Reverification:
     """Produce the task's final workspace once and verify it `passes` times."""
-    from clawsdk_plugins.agents import OracleAgent
+    from clawsdk.runtime.oracle import OracleAgent
 
     if sandbox == "auto":
         from clawsdk.sandbox.capabilities import default_sandbox

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from clawsdk.cli.convert_cmd import convert_command
 from clawsdk.cli.plugins_cmd import plugins_command
 from clawsdk.cli.run_cmd import run_command
 from clawsdk.cli.runs_cmd import runs_command, show_command
@@ -29,6 +30,7 @@ cli.add_command(show_command)
 cli.add_command(tasks_group)
 cli.add_command(plugins_command)
 cli.add_command(watch_command)
+cli.add_command(convert_command)
 
 
 def _add_plugin_commands() -> None:

@@ -303,7 +303,7 @@ def export_rl(
         tools, instructions = tool_listing(task)
         tools = list(tools)
         if style.finish_tool and "finish" not in {t["function"]["name"] for t in tools}:
-            from clawsdk_plugins.agent_toolloop import FINISH_TOOL
+            from clawsdk.models.prompt import FINISH_TOOL
 
             tools.append(FINISH_TOOL)
         system = "\n\n".join(

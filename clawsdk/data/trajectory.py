@@ -31,7 +31,7 @@ class PromptStyle:
     def resolved_system_prompt(self) -> str:
         if self.system_prompt:
             return self.system_prompt
-        from clawsdk_plugins.agent_toolloop import SYSTEM_PROMPT
+        from clawsdk.models.prompt import SYSTEM_PROMPT
 
         return SYSTEM_PROMPT
 
@@ -185,7 +185,7 @@ def trajectory_from_events(
     tools = list(tools)
     names = {t["function"]["name"] for t in tools}
     if style.finish_tool and "finish" not in names:
-        from clawsdk_plugins.agent_toolloop import FINISH_TOOL
+        from clawsdk.models.prompt import FINISH_TOOL
 
         tools.append(FINISH_TOOL)
     system = [style.resolved_system_prompt().strip()]
@@ -195,7 +195,7 @@ def trajectory_from_events(
         {"role": "system", "content": "\n\n".join(system)},
         {"role": "user", "content": instruction or ""},
     ]
-    from clawsdk_plugins.agent_toolloop import truncate_middle
+    from clawsdk.models.prompt import truncate_middle
 
     n = 0
     results = iter(tool_results)

@@ -71,8 +71,8 @@ class ToolSession:
     ) -> AsyncIterator[ToolSession]:
         """Connect to each (name, server) in order; a later tool whose name is taken becomes SERVER__NAME.
 
-        `policy` (the task's tool_policy) leaves out the tools it does not allow (clawsdk.mcp.policy)."""
-        from clawsdk.mcp.policy import tool_allowed
+        `policy` (the task's tool_policy) leaves out the tools it does not allow (clawsdk.tasks.policy)."""
+        from clawsdk.tasks.policy import tool_allowed
 
         session = cls(recorder, limits or Limits())
         session.sandbox = sandbox

@@ -64,24 +64,32 @@ def backend_capabilities(name: str, config: SandboxConfig | None = None) -> Capa
     return sandbox.capabilities
 
 
+def unavailable_reason(name: str) -> str | None:
+    """Why backend `name` cannot run here, or None.
+
+    Part of the sandbox factory's contract: a factory may carry ``available() -> str | None``
+    (None: it works here; else a one-line reason), so any backend, a third party's included,
+    can say why it is unavailable. A factory without it is taken to be available.
+    """
+    from clawsdk.plugins import get_registry
+
+    check = getattr(get_registry().get("sandboxes", name), "available", None)
+    return check() if callable(check) else None
+
+
 def backend_status(name: str) -> tuple[str | None, Capabilities | None]:
     """(None or why `name` cannot run here, its capabilities)."""
-    import importlib
-
     try:
         caps = backend_capabilities(name)
     except Exception as e:  # noqa: BLE001
         return f"{type(e).__name__}: {e}", None
-    module = {"bwrap": "clawsdk_plugins.sandbox_bwrap", "docker": "clawsdk_plugins.sandbox_docker"}.get(name)
-    if module:
-        why = importlib.import_module(module).available()
-        return why, caps
-    return None, caps
+    return unavailable_reason(name), caps
 
 
 @functools.lru_cache(maxsize=1)
 def default_sandbox() -> str:
     """`bwrap` where bubblewrap works, else `local` (which isolates nothing: trusted tasks only)."""
-    from clawsdk_plugins.sandbox_bwrap import available
-
-    return "bwrap" if available() is None else "local"
+    try:
+        return "bwrap" if unavailable_reason("bwrap") is None else "local"
+    except ClawError:  # no bwrap backend registered (an allow-list, a broken plugin)
+        return "local"

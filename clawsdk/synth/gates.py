@@ -216,7 +216,7 @@ async def execution_gate(task: Task, sandbox: str = "local") -> dict[str, Any]:
 
     Raises GateFailure with what went wrong (fed back to the model in a repair round).
     """
-    from clawsdk_plugins.agents import OracleAgent
+    from clawsdk.runtime.oracle import OracleAgent
 
     base = await _attempt(task, _Untouched(), sandbox)
     out: dict[str, Any] = {"untouched_score": base.score}

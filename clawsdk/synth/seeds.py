@@ -112,17 +112,15 @@ def read_skill(path: str | os.PathLike) -> Skill:
 
 
 def find_skills(paths: list[str | os.PathLike] | None = None) -> list[Skill]:
-    """Skills in the given folders (a skill folder, or a folder of them); none given: clawsdk's own packs."""
-    roots: list[Path] = []
+    """Skills in the given folders (a skill folder, or a folder of them); none given: every registered
+    skill that has a SKILL.md (its factory's ``skill_dir``), found through the plugin registry."""
     if paths:
         roots = [Path(p) for p in paths]
     else:
-        try:
-            import clawsdk_skills
+        from clawsdk.plugins import get_registry
 
-            roots = [Path(clawsdk_skills.__file__).resolve().parent]
-        except ImportError:
-            roots = []
+        dirs = (getattr(f, "skill_dir", None) for f in get_registry().tables["skills"].values())
+        roots = [Path(d) for d in dirs if d is not None and (Path(d) / "SKILL.md").is_file()]
     skills: dict[str, Skill] = {}
     for root in roots:
         if not root.exists():

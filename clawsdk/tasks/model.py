@@ -91,7 +91,7 @@ class ToolPolicy(BaseModel):
     """Which tools the agent gets, like OpenClaw's tools.profile / allow / deny (deny wins).
 
     Entries are tool names, `group:NAME` (fs, runtime, web, memory, ...), `server:NAME`, or
-    `*` wildcards; matching ignores case. See clawsdk.mcp.policy.
+    `*` wildcards; matching ignores case. See clawsdk.tasks.policy.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -102,7 +102,7 @@ class ToolPolicy(BaseModel):
 
     @model_validator(mode="after")
     def _known_names(self) -> ToolPolicy:
-        from clawsdk.mcp.policy import check_policy
+        from clawsdk.tasks.policy import check_policy
 
         check_policy(self)
         return self

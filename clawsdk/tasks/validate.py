@@ -71,7 +71,7 @@ async def validate_task(task: Task, sandbox: str = "auto", config: SandboxConfig
     else:
         v.baseline_error = base.error or base.kind.value
     if task.solution:
-        from clawsdk_plugins.agents import OracleAgent
+        from clawsdk.runtime.oracle import OracleAgent
 
         sol = await attempt_rollout(task, OracleAgent(), lambda: make(cfg), Recorder(None, "validate"), registry)
         if sol.kind is FailureKind.OK and sol.verdict:

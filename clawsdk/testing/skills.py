@@ -151,9 +151,9 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
     task = task or Task(id="conformance", instruction="skill conformance checks",
                         workspace=[File(path="notes.txt", text="hello\n")])
     if sandbox_factory is None:
-        from clawsdk_plugins.sandbox_local import LocalSandbox
+        from clawsdk.plugins import get_registry
 
-        sandbox_factory = LocalSandbox
+        sandbox_factory = get_registry().get("sandboxes", "local")
     outside = Path(tempfile.mkdtemp(prefix="clawsdk-outside-"))
     (outside / "secret.txt").write_text(MARKER + "\n")
     sandbox = sandbox_factory()

@@ -17,24 +17,10 @@ from clawsdk.errors import AgentError, AgentTimeout
 from clawsdk.hookspecs import hookimpl
 from clawsdk.models import toolcalls
 from clawsdk.models.base import ChatResponse, Model
+from clawsdk.models.prompt import ELIDED, FINISH_TOOL, SYSTEM_PROMPT, truncate_middle
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent, AgentContext
 
-SYSTEM_PROMPT = """You are a careful assistant that completes the user's task inside a workspace folder.
-Use the tools to look at files, run commands and write the results the task asks for. Paths are relative to the workspace.
-Work step by step: call one tool, read its result, then decide the next step.
-When the task is done, call `finish` with a one-line summary."""
-
-FINISH_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "finish",
-        "description": "Call when the task is complete. Ends your turn for good.",
-        "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}},
-    },
-}
-
-ELIDED = "[output elided to save context; run the tool again if you need it]"
 
 
 def resolve_model(spec: str | Model, **options: Any) -> Model:
@@ -49,17 +35,6 @@ def resolve_model(spec: str | Model, **options: Any) -> Model:
     except TypeError as e:
         raise ValueError(f"model backend {backend!r} does not accept these options "
                          f"({', '.join(sorted(options)) or 'none'}): {e}") from e
-
-
-def truncate_middle(text: str, limit: int) -> str:
-    """Keep the head and tail of a long tool output, with a note saying how to see the rest."""
-    if limit <= 0 or len(text) <= limit:
-        return text
-    head = (limit * 2) // 3
-    tail = limit - head
-    cut = len(text) - head - tail
-    return (text[:head] + f"\n[... {cut} characters cut from the middle; read the file with offset/limit "
-            f"or grep for what you need ...]\n" + text[len(text) - tail:])
 
 
 class ToolLoopAgent(Agent):

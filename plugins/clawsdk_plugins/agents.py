@@ -11,19 +11,8 @@ import yaml
 from clawsdk.errors import AgentError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.runtime.oracle import OracleAgent
 from clawsdk.tasks.model import Task, ToolCall
-
-
-class OracleAgent(Agent):
-    """Executes the reference solution through the tools, so its trajectory is recorded like any other."""
-
-    name = "oracle"
-
-    async def run(self, ctx: AgentContext) -> None:
-        if not ctx.task.solution:
-            raise AgentError(f"task {ctx.task.id} has no reference solution")
-        for call in ctx.task.solution:
-            await ctx.tools.call(call.tool, call.args)
 
 
 class ScriptedAgent(Agent):

@@ -322,6 +322,12 @@ class ClawGymSource:
             except TaskFormatError as e:
                 yield e
 
+    def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
+        """Write tasks as ClawGym folders under dest (a writer, for `clawsdk convert --to clawgym`)."""
+        from clawsdk_plugins.clawgym_export import write_folders
+
+        return write_folders(tasks, dest)
+
 
 def _looks_like_syn_task(path: Path) -> bool:
     try:
@@ -361,6 +367,12 @@ class ClawGymJsonlSource:
                     yield load_jsonl_record(raw, where, default_id)
                 except TaskFormatError as e:
                     yield e
+
+    def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
+        """Write tasks as one syn_task.jsonl file at dest."""
+        from clawsdk_plugins.clawgym_export import write_jsonl
+
+        return write_jsonl(tasks, dest)
 
 
 # ---- the reward verifier ------------------------------------------------------------------
@@ -523,10 +535,3 @@ def register_task_sources(register):
 @hookimpl
 def register_verifiers(register):
     register("clawgym", clawgym_verifier)
-
-
-@hookimpl
-def register_commands(register):
-    from clawsdk.tasks.convert import convert_command
-
-    register(convert_command)

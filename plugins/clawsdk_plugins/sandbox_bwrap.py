@@ -222,6 +222,9 @@ def make_bwrap(config: SandboxConfig | None = None) -> BwrapSandbox:
     return BwrapSandbox(config or SandboxConfig())
 
 
+make_bwrap.available = available  # type: ignore[attr-defined]  # the factory's availability contract
+
+
 @hookimpl
 def register_sandboxes(register):
     register("bwrap", make_bwrap)

@@ -299,6 +299,9 @@ def make_docker(config: SandboxConfig | None = None) -> DockerSandbox:
     return DockerSandbox(config or SandboxConfig())
 
 
+make_docker.available = available  # type: ignore[attr-defined]  # the factory's availability contract
+
+
 @hookimpl
 def register_sandboxes(register):
     register("docker", make_docker)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from clawsdk.errors import TaskFormatError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.tasks.model import Task
-from clawsdk.tasks.native import TASK_FILE, find_task_folders, iter_tasks
+from clawsdk.tasks.native import TASK_FILE, find_task_folders, iter_tasks, save_task
 
 
 class NativeSource:
@@ -22,6 +22,14 @@ class NativeSource:
             yield TaskFormatError(str(path), "a native task source is a folder")
             return
         yield from iter_tasks(path)
+
+    def export(self, tasks: Iterable[Task], dest: Path) -> tuple[int, list]:
+        """Every task as a folder dest/TASK_ID; native folders hold every field, so none is refused."""
+        n = 0
+        for task in tasks:
+            save_task(task, dest / task.id)
+            n += 1
+        return n, []
 
 
 @hookimpl

@@ -25,7 +25,7 @@ from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import OracleAgent
+from clawsdk.runtime.oracle import OracleAgent
 from clawsdk_plugins.bench import make_group
 from tests.conftest import EXAMPLES, make_task
 

@@ -28,7 +28,7 @@ def _plugins_json(site, env_extra=None):
 def test_third_party_plugins_load_and_broken_ones_are_reported_not_fatal(tmp_path):
     _write_plugin_dist(tmp_path, "claw_good", """
         from clawsdk.hookspecs import hookimpl
-        from clawsdk_plugins.agents import OracleAgent
+        from clawsdk.runtime.oracle import OracleAgent
 
         @hookimpl
         def register_agents(register):

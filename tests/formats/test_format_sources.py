@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from clawsdk.tasks.convert import ConvertError, export_tasks, jsonl_record
+from clawsdk.tasks.convert import ConvertError, export_tasks
+from clawsdk_plugins.clawgym_export import jsonl_record
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.clawgym import REWARD_SH
