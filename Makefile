@@ -37,7 +37,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
 bench: $(STAMP)
-	$(PY) benchmarks/w1.py
+	$(PY) benchmarks/suite.py
 
 clean:
 	rm -rf $(VENV) .clawsdk

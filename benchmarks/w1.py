@@ -95,7 +95,8 @@ def run_w1(n: int, db: Path, concurrency: int) -> dict:
     tasks = w1_tasks(n)
     agent = ScriptedAgent(lambda task: w1_calls(int(task.id.split("-")[1])))
     cpu0, t0 = cpu_s(), time.perf_counter()
-    result = anyio.run(lambda: run(tasks, agent=agent, db=db, concurrency=concurrency, run_id=f"w1-{n}"))
+    result = anyio.run(lambda: run(tasks, agent=agent, db=db, concurrency=concurrency, run_id=f"w1-{n}",
+                                   sandbox="local"))
     wall, cpu = time.perf_counter() - t0, cpu_s() - cpu0
     ok = sum(1 for o in result.outcomes if o.passed)
     with Store(db) as store:
