@@ -48,7 +48,13 @@ class AgentTimeout(RolloutError):
 
 
 class ModelError(RolloutError):
+    """The model backend failed. `raw` is what it answered, when that was the problem (capped)."""
+
     kind = FailureKind.MODEL_ERROR
+
+    def __init__(self, message: str, *, raw: str | None = None):
+        super().__init__(message)
+        self.raw = raw
 
 
 class SandboxError(RolloutError):

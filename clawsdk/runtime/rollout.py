@@ -121,8 +121,11 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
             log.error("rollout %s failed", recorder.rollout_id, exc_info=exc)
             kind, error = FailureKind.SANDBOX_ERROR, f"{type(exc).__name__}: {exc}"
         verdict = None
+        event = {"kind": kind.value, "message": error}
+        if getattr(exc, "raw", None) is not None:  # what a model backend answered, when that was the problem
+            event["raw"] = exc.raw
         with anyio.CancelScope(shield=True):
-            await recorder.record("error", {"kind": kind.value, "message": error})
+            await recorder.record("error", event)
     finally:
         if sandbox is not None:
             with anyio.CancelScope(shield=True):

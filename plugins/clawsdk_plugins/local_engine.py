@@ -215,7 +215,10 @@ class LocalChatModel(Model):
             raise
         if req.error is not None:
             raise ModelError(f"{self.name} generation failed: {type(req.error).__name__}: {req.error}")
-        return self._response(req, prefix)
+        try:
+            return self._response(req, prefix)
+        except Exception as e:  # a tokenizer that cannot decode what was generated: the backend's failure
+            raise ModelError(f"{self.name} could not decode its output: {type(e).__name__}: {e}") from e
 
     def _take(self, pending: list[Request], own: Request) -> _Batch:
         batch = [own]

@@ -2,7 +2,8 @@
 
 vLLM and llama.cpp servers, SGLang, hosted APIs. Every call has a wall-clock limit; 429 and
 5xx answers, dropped connections and timeouts are retried with exponential backoff (honouring
-Retry-After); what still fails raises ModelError, which the runner retries and records as
+Retry-After), and so are answers that are not a chat completion (every field is checked before
+use: clawsdk.models.completion); what still fails raises ModelError, which the runner retries and records as
 unscored. Calls to one model share a named concurrency limit.
 """
 
@@ -21,8 +22,9 @@ from anyio.lowlevel import RunVar, current_token
 
 from clawsdk.errors import ModelError
 from clawsdk.hookspecs import hookimpl
-from clawsdk.models import toolcalls
+from clawsdk.models import completion, toolcalls
 from clawsdk.models.base import ChatResponse, Model
+from clawsdk.models.completion import MalformedAnswer
 
 try:  # mcp 2.x depends on httpx2; plain httpx has the same API
     import httpx2 as httpx
@@ -152,7 +154,7 @@ class OpenAIModel(Model):
         timeout = float(params.get("timeout_s") or self.timeout_s)
         url = self.base_url + "/chat/completions"
         slots = model_slots(self.limit_name, self.concurrency)
-        last = "no attempt made"
+        last, last_raw = "no attempt made", None
         for attempt in range(self.retries + 1):
             retry_after: float | None = None
             try:
@@ -167,13 +169,17 @@ class OpenAIModel(Model):
             else:
                 status = response.status_code
                 if status < 400:
-                    return self._response(raw_body, body)
-                detail = _error_detail(raw_body)
-                if status not in RETRY_STATUS and status < 500:
-                    hint = " (check the API key: --agent-opt api_key=... or $OPENAI_API_KEY)" if status in (401, 403) else ""
-                    raise ModelError(f"{self.name} at {url}: HTTP {status}: {detail}{hint}")
-                last = f"HTTP {status}: {detail}"
-                retry_after = _retry_after(response.headers.get("retry-after"))
+                    try:
+                        return self._response(raw_body)
+                    except MalformedAnswer as e:  # a garbled answer is the server's failure: retried
+                        last, last_raw = f"the answer is not a chat completion: {e}", completion.capped(raw_body)
+                else:
+                    detail = _error_detail(raw_body)
+                    if status not in RETRY_STATUS and status < 500:
+                        hint = " (check the API key: --agent-opt api_key=... or $OPENAI_API_KEY)" if status in (401, 403) else ""
+                        raise ModelError(f"{self.name} at {url}: HTTP {status}: {detail}{hint}")
+                    last, last_raw = f"HTTP {status}: {detail}", None
+                    retry_after = _retry_after(response.headers.get("retry-after"))
             if attempt == self.retries:
                 break
             delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.75 + random.random() / 2)
@@ -181,40 +187,29 @@ class OpenAIModel(Model):
                 delay = min(max(delay, retry_after), self.max_backoff_s)
             log.info("%s: %s; retry %d/%d in %.1f s", self.name, last, attempt + 1, self.retries, delay)
             await anyio.sleep(delay)
-        raise ModelError(f"{self.name} at {url} failed after {self.retries + 1} attempt(s): {last}")
+        raise ModelError(f"{self.name} at {url} failed after {self.retries + 1} attempt(s): {last}", raw=last_raw)
 
-    def _response(self, raw_body: bytes, body: dict[str, Any]) -> ChatResponse:
+    def _response(self, raw_body: bytes) -> ChatResponse:
+        """The answer as a ChatResponse; MalformedAnswer when it is not a chat completion."""
         try:
             data = json.loads(raw_body)
-            choice = data["choices"][0]
-            message = choice.get("message") or {}
-        except (ValueError, KeyError, IndexError, TypeError) as e:
-            raise ModelError(f"{self.name}: the server's answer is not a chat completion ({e}): "
-                             f"{raw_body[:300]!r}") from None
-        content = message.get("content")
+        except ValueError as e:
+            raise MalformedAnswer(f"the body is not JSON ({e})") from None
+        c = completion.read_completion(data)
         if self.tool_format == "clawsdk":
-            msg = toolcalls.message_from_text(content or "")
+            msg = toolcalls.message_from_text(c.message.get("content") or "")
         else:
-            msg = {"role": "assistant", "content": content}
-            calls = [_normalize_call(c) for c in message.get("tool_calls") or []]
+            msg = {"role": "assistant", "content": c.message.get("content")}
+            calls = [dict(call, id=call["id"] or "call_" + secrets.token_hex(6))
+                     for call in c.message.get("tool_calls") or []]
             if calls:
                 msg["tool_calls"] = calls
         for extra in ("reasoning_content", "reasoning"):
-            if message.get(extra):
-                msg[extra] = message[extra]
-        usage = data.get("usage") or {}
-        lp = choice.get("logprobs") or {}
-        logprobs = [t.get("logprob") for t in lp.get("content") or []] or None
-        return ChatResponse(
-            message=msg,
-            usage={"prompt_tokens": int(usage.get("prompt_tokens") or 0),
-                   "completion_tokens": int(usage.get("completion_tokens") or 0)},
-            finish_reason=choice.get("finish_reason"),
-            prompt_token_ids=data.get("prompt_token_ids") or choice.get("prompt_token_ids"),
-            completion_token_ids=choice.get("token_ids"),
-            logprobs=logprobs,
-            raw=data,
-        )
+            if c.message.get(extra):
+                msg[extra] = c.message[extra]
+        return ChatResponse(message=msg, usage=c.usage, finish_reason=c.finish_reason,
+                            prompt_token_ids=c.prompt_token_ids, completion_token_ids=c.completion_token_ids,
+                            logprobs=c.logprobs, raw=data)
 
     async def aclose(self) -> None:
         if self._client is not None:
@@ -223,15 +218,6 @@ class OpenAIModel(Model):
             except Exception:  # noqa: BLE001 - a client of another event loop
                 pass
             self._client = None
-
-
-def _normalize_call(call: dict[str, Any]) -> dict[str, Any]:
-    fn = dict(call.get("function") or {})
-    args = fn.get("arguments")
-    if not isinstance(args, str):
-        fn["arguments"] = json.dumps(args if args is not None else {}, ensure_ascii=False)
-    return {"id": call.get("id") or "call_" + secrets.token_hex(6), "type": "function",
-            "function": {"name": fn.get("name") or "", "arguments": fn["arguments"]}}
 
 
 def _error_detail(raw: bytes) -> str:

@@ -91,7 +91,7 @@ class StubServer:
                         stub.in_flight -= 1
 
             def _send(self, status: int, body: Any, headers: dict | None = None) -> None:
-                data = json.dumps(body).encode()
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()  # bytes: sent as they are
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
