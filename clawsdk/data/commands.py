@@ -180,7 +180,11 @@ def select_command(db, as_json, show, **rules):
             "[green]kept[/green]" if c.keep else f"[yellow]{escape(c.reason)}[/yellow]",
         )
     console.print(table)
-    if result.dropped:
+    if not result.kept:
+        from clawsdk.data.export import explain_empty_selection
+
+        console.print(f"[yellow]nothing kept:[/yellow] {escape(explain_empty_selection(result))}")
+    elif result.dropped:
         console.print(
             "dropped by rule: " + ", ".join(f"{k} {v}" for k, v in sorted(result.reasons().items()))
         )
@@ -230,13 +234,29 @@ def select_command(db, as_json, show, **rules):
     help="Preference: rejected scores at least this much lower.",
 )
 @click.option("--pairs-per-task", type=click.IntRange(1), default=1, show_default=True)
+@click.option(
+    "--max-length",
+    type=click.IntRange(16),
+    default=None,
+    help="SFT: warn about conversations longer than this many tokens  [default: the --tokenizer's "
+    "context window, else 2048]",
+)
+@click.option(
+    "--tokenizer",
+    default=None,
+    help="SFT: count tokens exactly with this model's tokenizer (embedded, transformers:PATH or PATH) "
+    "instead of estimating 4 characters a token.",
+)
 @_selection_options
 @db_option
 @friendly_errors
 def export_command(
-    kind, name, out, formats, style, task_paths, min_chosen, margin, pairs_per_task, db, **rules
+    kind, name, out, formats, style, task_paths, min_chosen, margin, pairs_per_task, max_length, tokenizer, db,
+    **rules
 ):
-    """Write a versioned dataset and record it, with the rollouts it holds, in the store."""
+    """Write a versioned dataset and record it, with the rollouts it holds, in the store.
+
+    Nothing is written when nothing qualifies: the command says which rule left no rows and exits 2."""
     from clawsdk.data.export import export_preferences, export_rl, export_sft
     from clawsdk.data.select import load_candidates, select
 
@@ -244,7 +264,8 @@ def export_command(
     with Store(db) as store:
         if kind == "sft":
             result = select(store, selection)
-            exp = export_sft(store, result, out, name=name, formats=formats, style=style)
+            exp = export_sft(store, result, out, name=name, formats=formats, style=style, max_length=max_length,
+                             tokenizer=_load_tokenizer(tokenizer) if tokenizer else None)
         elif kind == "preference":
             pool = selection.__class__(**{**selection.to_dict(), "min_reward": None, "failure_kinds": []})
             cands = [c for c in load_candidates(store, pool) if not c.reason]
@@ -276,6 +297,27 @@ def export_command(
         f"[green]exported[/green] {exp.dataset_id}: {exp.n_rows} {kind} rows -> {escape(str(exp.path))} "
         f"({', '.join(exp.files)})"
     )
+    warning = exp.length_warning()
+    if warning:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+
+
+def _load_tokenizer(spec: str):
+    """A Hugging Face tokenizer for `spec`, knowing its model's context window (config.json)."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise click.UsageError("--tokenizer needs transformers: pip install 'clawsdk[embedded]'") from None
+    from clawsdk_plugins.trainers import resolve_base
+
+    path = resolve_base(spec)
+    tok = AutoTokenizer.from_pretrained(path)
+    config = Path(path) / "config.json"
+    if config.is_file():
+        window = json.loads(config.read_text()).get("max_position_embeddings")
+        if window:
+            tok.clawsdk_context_window = int(window)
+    return tok
 
 
 def _rl_tasks(store: Store, task_paths: tuple[str, ...], selection) -> list:

@@ -33,8 +33,10 @@ __all__ = [
     "FORMATS",
     "FORMAT_VERSION",
     "STYLES",
+    "EmptyExport",
     "Export",
     "drop_nulls",
+    "explain_empty_selection",
     "export_preferences",
     "export_rl",
     "export_sft",
@@ -49,6 +51,14 @@ STYLES = ("openai", "text")
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
+#: the context SFT rows are checked against when no tokenizer says otherwise (TRL truncates past it)
+DEFAULT_MAX_LENGTH = 2048
+
+
+class EmptyExport(ValueError):
+    """Nothing to export; the message says which rule left nothing. No dataset is written."""
+
+
 @dataclass
 class Export:
     dataset_id: str
@@ -56,6 +66,29 @@ class Export:
     n_rows: int
     kind: str
     files: list[str]
+    #: SFT: rows longer than max_length tokens (exact with a tokenizer, else estimated), and the longest
+    too_long: int = 0
+    longest: int = 0
+    max_length: int | None = None
+    length_basis: str = ""
+
+    def length_warning(self) -> str | None:
+        """One line for the user when rows are past max_length, else None."""
+        if not self.too_long:
+            return None
+        return (f"{self.too_long} of {self.n_rows} conversations are longer than max_length={self.max_length} "
+                f"tokens ({self.length_basis}; the longest {self.longest}): a trainer cut at that length "
+                f"(TRL's SFTConfig.max_length) truncates them. Raise max_length, or leave them out with "
+                f"`--max-tokens`")
+
+
+def explain_empty_selection(result: SelectionResult) -> str:
+    """Why a selection kept nothing: no rollouts at all, or the rules that dropped them, with counts."""
+    if not result.candidates:
+        runs = ", ".join(result.selection.runs) or "any run"
+        return f"no finished rollouts in {runs} to select from"
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.reasons().items(), key=lambda kv: -kv[1]))
+    return f"no rollout passed the selection rules: {len(result.candidates)} dropped by rule ({reasons})"
 
 
 def _check(formats: tuple[str, ...] | list[str], style: str) -> None:
@@ -190,10 +223,19 @@ def export_sft(
     name: str,
     formats: tuple[str, ...] | list[str] = FORMATS,
     style: str = "openai",
+    max_length: int | None = None,
+    tokenizer: Any = None,
 ) -> Export:
-    """The kept trajectories as SFT conversations."""
+    """The kept trajectories as SFT conversations. Rows longer than `max_length` tokens (default: the
+    tokenizer's context window, else 2048) are counted in `Export.too_long`: exactly with `tokenizer`
+    (as clawsdk and TRL render them), else estimated at 4 characters a token. Raises EmptyExport
+    (saying which rules dropped what) when the selection kept nothing."""
     _check(formats, style)
-    rows, lin = [], []
+    if not result.kept:
+        raise EmptyExport(explain_empty_selection(result))
+    if max_length is None:
+        max_length = _context_of(tokenizer) or DEFAULT_MAX_LENGTH
+    rows, lin, lengths = [], [], []
     for i, c in enumerate(result.kept):
         messages, tools = _styled(c.trajectory.messages, c.trajectory.tools, style)
         row = {"messages": messages, **_meta(c)}
@@ -201,7 +243,8 @@ def export_sft(
             row["tools"] = tools
         rows.append(row)
         lin.append((i, "example", c.rollout["id"], c.rollout["attempt"], c.rollout["task_hash"]))
-    return _finish(
+        lengths.append(_length(c, tokenizer))
+    exp = _finish(
         store,
         name=name,
         kind="sft",
@@ -210,8 +253,27 @@ def export_sft(
         lineage_rows=lin,
         formats=formats,
         selection=result.selection.to_dict(),
-        extra={"style": style},
+        extra={"style": style, "max_length": max_length, "too_long": sum(n > max_length for n in lengths)},
     )
+    exp.too_long = sum(n > max_length for n in lengths)
+    exp.longest = max(lengths)
+    exp.max_length = max_length
+    exp.length_basis = "counted with the tokenizer" if tokenizer is not None else "estimated at 4 characters a token"
+    return exp
+
+
+def _context_of(tokenizer: Any) -> int | None:
+    # tokenizers often say 1e30 ("no limit"); the model config's window is what matters then
+    n = getattr(tokenizer, "clawsdk_context_window", None) or getattr(tokenizer, "model_max_length", None)
+    return int(n) if n and n < 1_000_000 else None
+
+
+def _length(c: Candidate, tokenizer: Any) -> int:
+    if tokenizer is None:
+        return c.tokens
+    from clawsdk.data.tokenize import encode_chat
+
+    return len(encode_chat(tokenizer, c.trajectory.messages, c.trajectory.tools)[0])
 
 
 def export_preferences(
@@ -240,11 +302,13 @@ def export_preferences(
         ):
             by_task[c.rollout["task_hash"]].append(c)
     rows, lin = [], []
+    with_chosen = 0
     for task_hash, group in by_task.items():
         group.sort(key=lambda c: (-c.reward, c.trajectory.n_assistant_turns, c.tokens))
         best = group[0]
         if best.reward < min_chosen:
             continue
+        with_chosen += 1
         losers = [c for c in reversed(group) if c.reward <= best.reward - margin]
         for c in losers[:pairs_per_task]:
             chosen, tools = _styled(best.trajectory.messages, best.trajectory.tools, style)
@@ -269,6 +333,8 @@ def export_preferences(
                 (i, "chosen", best.rollout["id"], best.rollout["attempt"], task_hash),
                 (i, "rejected", c.rollout["id"], c.rollout["attempt"], task_hash),
             ]
+    if not rows:
+        raise EmptyExport(_no_pairs(candidates, by_task, with_chosen, min_chosen, margin))
     return _finish(
         store,
         name=name,
@@ -280,6 +346,26 @@ def export_preferences(
         selection=selection,
         extra={"style": style, "min_chosen": min_chosen, "margin": margin},
     )
+
+
+def _no_pairs(candidates: list[Candidate], by_task: dict[str, list[Candidate]], with_chosen: int,
+              min_chosen: float, margin: float) -> str:
+    """Which rule left no preference pair, with the counts behind it."""
+    if not candidates:
+        return "no preference pairs: there are no finished rollouts to pair"
+    if not by_task:
+        return (f"no preference pairs: none of the {len(candidates)} rollouts is a scored one with an assistant "
+                f"turn (infrastructure failures are unscored; a pair needs two scored conversations)")
+    n_tasks = len(by_task)
+    if not with_chosen:
+        best = max(c.reward for group in by_task.values() for c in group)
+        return (f"no preference pairs: no task had a rollout scoring at least --min-chosen {min_chosen} "
+                f"({n_tasks} tasks; the best reward was {best:.2f})")
+    single = sum(1 for g in by_task.values() if len(g) == 1)
+    return (f"no preference pairs: no task had both a passing (reward >= {min_chosen}) and a failing rollout "
+            f"(at least --margin {margin} lower): {with_chosen} of {n_tasks} tasks had a passing rollout, and "
+            f"every other rollout of theirs scored as well"
+            + (f" ({single} tasks have one scored rollout only: run more --samples)" if single else ""))
 
 
 def export_rl(
@@ -294,6 +380,8 @@ def export_rl(
     """An RL prompt set: per task, the opening prompt the agent sees and a reference to the task in the
     store (its hash). No solution, no hidden files: the trainer runs the task in a sandbox to score."""
     _check(formats, "openai")
+    if not tasks:
+        raise EmptyExport("no tasks for the RL prompt set (every task was held out, or the run has none)")
     style = style or PromptStyle()
     with store.transaction():
         for task in tasks:

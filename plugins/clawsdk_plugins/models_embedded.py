@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.errors import ModelError
+from clawsdk.models.chat_template import chatml_tools_template
 from clawsdk_plugins.local_engine import cache_dir, need
 from clawsdk_plugins.models_transformers import TransformersModel
 
 log = logging.getLogger(__name__)
 
 EMBEDDED_NAME = "smollm2-135m-instruct"
+#: the system turn SmolLM2's own template adds to a conversation without one
+SMOLLM2_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 
 def embedded_gguf() -> Path:
@@ -44,9 +47,14 @@ def embedded_gguf() -> Path:
 
 
 def dequantized_copy(gguf: Path, name: str = EMBEDDED_NAME) -> Path:
-    """A safetensors copy of a GGUF checkpoint under the cache dir, converted once (about 30 s)."""
+    """A safetensors copy of a GGUF checkpoint under the cache dir, converted once (about 30 s).
+
+    Its tokenizer carries clawsdk's tool-aware ChatML template (the GGUF's own has no tool
+    section), so `--style openai` exports train in plain TRL on the text rollouts prompt with;
+    the template is part of the cache key, so a changed template makes a fresh copy."""
+    template = chatml_tools_template(SMOLLM2_SYSTEM)
     stat = gguf.stat()
-    key = hashlib.sha256(f"{gguf.name}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{gguf.name}:{stat.st_size}:{int(stat.st_mtime)}:{template}".encode()).hexdigest()[:12]
     target = cache_dir() / "models" / f"{name}-{key}"
     if (target / "config.json").exists():
         return target
@@ -74,6 +82,7 @@ def dequantized_copy(gguf: Path, name: str = EMBEDDED_NAME) -> Path:
         if holder is not None and hasattr(holder, "quantization_config"):
             delattr(holder, "quantization_config")
     model.save_pretrained(tmp, safe_serialization=True)
+    tok.chat_template = template
     tok.save_pretrained(tmp)
     try:
         os.replace(tmp, target)

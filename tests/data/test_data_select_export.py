@@ -298,3 +298,26 @@ def test_data_cli_dry_run_export_and_list(store_path, tmp_path):
     assert res.exit_code == 2 and "needs --tasks PATH or --run" in res.output
     res = runner.invoke(cli_main, ["data", "list", "--db", str(store_path)])
     assert res.exit_code == 0 and "cli@v1" in res.output
+
+
+def test_an_empty_export_says_which_rule_left_nothing_and_writes_nothing(store_path, tmp_path):
+    _add_plugin_commands()
+    runner = CliRunner()
+    base = ["data", "export", "--db", str(store_path), "--out", str(tmp_path), "--format", "jsonl"]
+    # the oracle run passes every rollout: nothing to reject
+    res = runner.invoke(cli_main, [*base, "--kind", "preference", "--name", "prefs", "--run", "oracle-run"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2, res.output
+    assert "no task had both a passing (reward >= 1.0) and a failing rollout" in text
+    assert "2 of 2 tasks had a passing rollout" in text
+    res = runner.invoke(cli_main, [*base, "--kind", "preference", "--name", "prefs", "--run", "model-bad"])
+    assert res.exit_code == 2 and "no task had a rollout scoring at least --min-chosen 1.0" in " ".join(
+        res.output.split())
+    res = runner.invoke(cli_main, [*base, "--name", "sft", "--min-reward", "2"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "no rollout passed the selection rules" in text and "min_reward" in text
+    assert not list(tmp_path.glob("*-v*"))
+    with Store(store_path) as store:
+        assert store.query("SELECT COUNT(*) AS n FROM datasets")[0]["n"] == 0
+    res = runner.invoke(cli_main, ["data", "select", "--db", str(store_path), "--min-reward", "2"])
+    assert res.exit_code == 0 and "nothing kept: no rollout passed the selection rules" in " ".join(res.output.split())
