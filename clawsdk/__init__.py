@@ -1,40 +1,66 @@
-"""clawsdk: workspace tasks, sandboxed MCP rollouts, one SQLite store, training and benchmarks."""
+"""clawsdk: workspace tasks, sandboxed MCP rollouts, one SQLite store, training and benchmarks.
 
-from clawsdk.errors import FailureKind, TaskFormatError
-from clawsdk.runtime.agent import Agent, AgentContext
-from clawsdk.runtime.runner import RunResult, run, run_sync
-from clawsdk.sandbox.base import Capabilities, ExecResult, Sandbox, SandboxConfig
-from clawsdk.store.store import Store
-from clawsdk.tasks.model import File, Limits, Task, ToolCall, VerifierSpec
-from clawsdk.tasks.native import load_task, save_task
-from clawsdk.tasks.sources import load_tasks
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+The names below load on first use (PEP 562), so `import clawsdk` and every `clawsdk` command
+pay only for what they touch: `clawsdk --version` imports no MCP, pydantic model or store code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Agent",
-    "AgentContext",
-    "Capabilities",
-    "ExecResult",
-    "FailureKind",
-    "File",
-    "Limits",
-    "RunResult",
-    "Sandbox",
-    "SandboxConfig",
-    "Store",
-    "SubScore",
-    "Task",
-    "TaskFormatError",
-    "ToolCall",
-    "Verdict",
-    "Verifier",
-    "VerifierSpec",
-    "VerifyContext",
-    "load_task",
-    "load_tasks",
-    "run",
-    "run_sync",
-    "save_task",
-]
+_EXPORTS = {
+    "FailureKind": "clawsdk.errors",
+    "TaskFormatError": "clawsdk.errors",
+    "Agent": "clawsdk.runtime.agent",
+    "AgentContext": "clawsdk.runtime.agent",
+    "RunResult": "clawsdk.runtime.runner",
+    "run": "clawsdk.runtime.runner",
+    "run_sync": "clawsdk.runtime.runner",
+    "Capabilities": "clawsdk.sandbox.base",
+    "ExecResult": "clawsdk.sandbox.base",
+    "Sandbox": "clawsdk.sandbox.base",
+    "SandboxConfig": "clawsdk.sandbox.base",
+    "Store": "clawsdk.store.store",
+    "File": "clawsdk.tasks.model",
+    "Limits": "clawsdk.tasks.model",
+    "Task": "clawsdk.tasks.model",
+    "ToolCall": "clawsdk.tasks.model",
+    "VerifierSpec": "clawsdk.tasks.model",
+    "load_task": "clawsdk.tasks.native",
+    "save_task": "clawsdk.tasks.native",
+    "load_tasks": "clawsdk.tasks.sources",
+    "SubScore": "clawsdk.verify.verdict",
+    "Verdict": "clawsdk.verify.verdict",
+    "Verifier": "clawsdk.verify.verdict",
+    "VerifyContext": "clawsdk.verify.verdict",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'clawsdk' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
+
+if TYPE_CHECKING:
+    from clawsdk.errors import FailureKind, TaskFormatError
+    from clawsdk.runtime.agent import Agent, AgentContext
+    from clawsdk.runtime.runner import RunResult, run, run_sync
+    from clawsdk.sandbox.base import Capabilities, ExecResult, Sandbox, SandboxConfig
+    from clawsdk.store.store import Store
+    from clawsdk.tasks.model import File, Limits, Task, ToolCall, VerifierSpec
+    from clawsdk.tasks.native import load_task, save_task
+    from clawsdk.tasks.sources import load_tasks
+    from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext

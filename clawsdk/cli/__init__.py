@@ -1,22 +1,68 @@
-"""The `clawsdk` command. One module per command group; plugins add commands through the same hook."""
+"""The `clawsdk` command. One module per command group; plugins add commands through the same hook.
+
+Start-up is lazy: a core command's module is imported only when that command runs, and the
+plugins load only for a command the core does not have (or for the command list in --help),
+so `clawsdk --version` and `clawsdk runs` import no plugin, no MCP and no pydantic models.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
 import click
 
-from clawsdk.cli.convert_cmd import convert_command
-from clawsdk.cli.plugins_cmd import plugins_command
-from clawsdk.cli.run_cmd import run_command
-from clawsdk.cli.runs_cmd import runs_command, show_command
-from clawsdk.cli.tasks_cmd import tasks_group
-from clawsdk.cli.watch_cmd import watch_command
+#: core commands: name -> "module:attribute", imported on first use
+CORE_COMMANDS = {
+    "run": "clawsdk.cli.run_cmd:run_command",
+    "runs": "clawsdk.cli.runs_cmd:runs_command",
+    "show": "clawsdk.cli.runs_cmd:show_command",
+    "tasks": "clawsdk.cli.tasks_cmd:tasks_group",
+    "convert": "clawsdk.cli.convert_cmd:convert_command",
+    "plugins": "clawsdk.cli.plugins_cmd:plugins_command",
+    "watch": "clawsdk.cli.watch_cmd:watch_command",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(package_name="clawsdk")
+class LazyGroup(click.Group):
+    """A group whose commands are imported when first used: core ones by module, the rest from plugins."""
+
+    def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def _core(self, name: str) -> click.Command:
+        module, _, attr = self.lazy[name].partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        self.add_command(command, name)
+        return command
+
+    def _plugin_commands(self) -> dict[str, click.Command]:
+        from clawsdk.plugins import get_registry
+
+        return get_registry().tables["commands"]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.commands:
+            return self.commands[name]
+        if name in self.lazy:
+            return self._core(name)
+        return self._plugin_commands().get(name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy, *self._plugin_commands()})
+
+
+def _version() -> str:
+    from clawsdk import __version__
+
+    return __version__
+
+
+@click.group(cls=LazyGroup, lazy=CORE_COMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(version=_version(), prog_name="clawsdk")
 @click.option("-v", "--verbose", count=True, help="More logging (-vv for debug).")
 def cli(verbose: int) -> None:
     """clawsdk: workspace tasks, sandboxed MCP rollouts, one SQLite store."""
@@ -24,23 +70,5 @@ def cli(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
-cli.add_command(run_command)
-cli.add_command(runs_command)
-cli.add_command(show_command)
-cli.add_command(tasks_group)
-cli.add_command(plugins_command)
-cli.add_command(watch_command)
-cli.add_command(convert_command)
-
-
-def _add_plugin_commands() -> None:
-    from clawsdk.plugins import get_registry
-
-    for name, command in get_registry().tables["commands"].items():
-        if name not in cli.commands:
-            cli.add_command(command)
-
-
 def main() -> None:
-    _add_plugin_commands()
     cli()

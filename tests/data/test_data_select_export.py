@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from clawsdk.cli import _add_plugin_commands
 from clawsdk.cli import cli as cli_main
 from clawsdk.data import lineage
 from clawsdk.data.export import (
@@ -263,7 +262,6 @@ def test_preference_pairs_and_rl_prompt_sets(store_path, tmp_path):
 
 
 def test_data_cli_dry_run_export_and_list(store_path, tmp_path):
-    _add_plugin_commands()
     runner = CliRunner()
     res = runner.invoke(cli_main, ["data", "select", "--db", str(store_path), "--json"])
     assert res.exit_code == 0, res.output

@@ -181,9 +181,8 @@ def test_a_verifier_clawgym_cannot_run_is_refused_not_dropped(tmp_path):
 def test_convert_command_writes_each_format(tmp_path):
     from click.testing import CliRunner
 
-    from clawsdk.cli import _add_plugin_commands, cli
+    from clawsdk.cli import cli
 
-    _add_plugin_commands()
     src = f"clawgym:{CLAWGYM / 'task_0091'}"
     for fmt, out in (("jsonl", tmp_path / "t.jsonl"), ("native", tmp_path / "n"), ("clawgym", tmp_path / "c")):
         r = CliRunner().invoke(cli, ["convert", src, "--to", fmt, "--out", str(out)], catch_exceptions=False)

@@ -138,11 +138,9 @@ def test_sft_steps_write_a_loadable_checkpoint_with_its_lineage(base_model, tmp_
 def test_train_sft_cli_with_lora_merges_into_a_plain_checkpoint(tiny_model, tmp_path):
     from click.testing import CliRunner
 
-    from clawsdk.cli import _add_plugin_commands
     from clawsdk.cli import cli as cli_main
 
     db, dataset_id = sft_export(tmp_path, n=2)
-    _add_plugin_commands()
     runner = CliRunner()
     res = runner.invoke(
         cli_main,
