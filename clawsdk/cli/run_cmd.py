@@ -18,16 +18,12 @@ from clawsdk.errors import TaskFormatError
 from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store
-from clawsdk.tasks.sources import load_tasks
+from clawsdk.tasks.sources import load_many
 
 
 def load_all(specs: tuple[str, ...]) -> tuple[list, list[TaskFormatError]]:
-    tasks, errors = [], []
-    for spec in specs:
-        loaded = load_tasks(spec)
-        tasks.extend(loaded.tasks)
-        errors.extend(loaded.errors)
-    return tasks, errors
+    loaded = load_many(specs)  # ids unique across all the arguments
+    return loaded.tasks, loaded.errors
 
 
 def print_task_errors(errors: list[TaskFormatError]) -> None:

@@ -36,6 +36,11 @@ class File(BaseModel):
     def _one_content(self) -> File:
         if (self.text is None) == (self.b64 is None):
             raise ValueError(f"file {self.path!r}: give exactly one of 'text' or 'b64'")
+        if self.b64 is not None:
+            try:
+                base64.b64decode(self.b64, validate=True)
+            except ValueError:
+                raise ValueError(f"file {self.path!r}: 'b64' is not valid base64") from None
         return self
 
     @field_validator("path")

@@ -10,24 +10,11 @@ import yaml
 from pydantic import ValidationError
 
 from clawsdk.errors import TaskFormatError
-from clawsdk.tasks.model import File, Task, ToolCall
+from clawsdk.tasks.model import Task, ToolCall
+from clawsdk.tasks.reading import Budget, check_instruction, guarded, lexists, parse_yaml, read_file, read_text, read_tree
 
 TASK_FILE = "task.yaml"
 _FOLDER_FIELDS = ("workspace", "hidden")
-
-
-def read_files(folder: Path, prefix: str = "") -> list[File]:
-    """Every file under `folder` as a File (paths relative to it, after `prefix`); symlinks are refused."""
-    files = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            if p.is_symlink():
-                raise TaskFormatError(str(p), "symlinks are not allowed in task files")
-            rel = prefix + p.relative_to(folder).as_posix()
-            files.append(File.from_bytes(rel, p.read_bytes(), executable=os.access(p, os.X_OK)))
-    return files
 
 
 def validation_message(e: ValidationError) -> tuple[str, str]:
@@ -46,17 +33,12 @@ def load_task(folder: str | os.PathLike) -> Task:
     """Load one native task folder, or raise TaskFormatError saying which file and field is wrong."""
     folder = Path(folder)
     spec_path = folder / TASK_FILE
+    budget = Budget()
     try:
-        raw = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+        text = read_text(folder, TASK_FILE, limits=budget.limits)
     except FileNotFoundError:
         raise TaskFormatError(str(spec_path), f"missing; a task folder needs a {TASK_FILE}") from None
-    except UnicodeDecodeError as e:
-        raise TaskFormatError(str(spec_path), f"not UTF-8 text: {e}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise TaskFormatError(str(spec_path), f"invalid YAML: {where}{problem}") from None
+    raw = parse_yaml(text, str(spec_path), limits=budget.limits)
     if not isinstance(raw, dict):
         raise TaskFormatError(str(spec_path), f"must be a mapping of fields, not {type(raw).__name__}")
     task_id = raw.get("id") or folder.name
@@ -64,18 +46,21 @@ def load_task(folder: str | os.PathLike) -> Task:
         if name in raw:
             raise TaskFormatError(str(spec_path), f"files belong in the {name}/ folder, not in {TASK_FILE}",
                                   field=name, task_id=str(task_id))
+    check_instruction(raw.get("instruction"), str(spec_path), "instruction", str(task_id), budget.limits)
     data = dict(raw)
     data.setdefault("id", folder.name)
     try:
         for name in _FOLDER_FIELDS:
-            sub = folder / name
-            data[name] = read_files(sub) if sub.is_dir() else []
+            data[name] = read_tree(folder, name, budget=budget) if lexists(folder, name) else []
         if "solution" not in data:
-            data["solution"] = _read_solution(folder / "solution")
+            data["solution"] = _read_solution(folder, budget)
         task = Task.model_validate(data)
     except ValidationError as e:
         field, msg = validation_message(e)
         raise TaskFormatError(str(spec_path), msg, field=field, task_id=str(task_id)) from None
+    except TaskFormatError as e:
+        e.task_id = e.task_id or str(task_id)
+        raise
     except ValueError as e:
         raise TaskFormatError(str(folder), str(e), task_id=str(task_id)) from None
     task.provenance.setdefault("source", "native")
@@ -84,19 +69,24 @@ def load_task(folder: str | os.PathLike) -> Task:
     return task
 
 
-def _read_solution(folder: Path) -> list[dict] | None:
-    steps = folder / "steps.yaml"
-    script = folder / "solve.sh"
-    if steps.exists():
+def _read_solution(folder: Path, budget: Budget) -> list[dict] | None:
+    for name in ("steps.yaml", "solve.sh"):
+        rel = f"solution/{name}"
+        if not lexists(folder, rel):
+            continue
+        where = str(folder / rel)
+        data = read_file(folder, rel, limits=budget.limits, task_file=True)
+        budget.take(where, files=1, size=len(data))
         try:
-            loaded = yaml.safe_load(steps.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise TaskFormatError(str(steps), f"invalid YAML: {e}") from None
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise TaskFormatError(where, f"not UTF-8 text: {e}") from None
+        if name == "solve.sh":
+            return [{"tool": "exec", "args": {"command": text}}]
+        loaded = parse_yaml(text, where, limits=budget.limits)
         if not isinstance(loaded, list):
-            raise TaskFormatError(str(steps), "must be a list of {tool, args} steps")
+            raise TaskFormatError(where, "must be a list of {tool, args} steps")
         return loaded
-    if script.exists():
-        return [{"tool": "exec", "args": {"command": script.read_text(encoding="utf-8")}}]
     return None
 
 
@@ -114,18 +104,23 @@ def _check_verifier(task: Task, spec_path: Path) -> None:
     try:
         factory(task.verifier)
     except (ValueError, TypeError) as e:
-        raise TaskFormatError(str(spec_path), str(e), field="verifier", task_id=task.id) from None
+        field, sep, msg = str(e).partition(": ")
+        if not (sep and field.startswith("verifier")):  # the plugin named no field of its own
+            field, msg = "verifier", str(e)
+        raise TaskFormatError(str(spec_path), msg, field=field, task_id=task.id) from None
+    except RecursionError:
+        raise TaskFormatError(str(spec_path), "nested too deep to read", field="verifier", task_id=task.id) from None
 
 
 def find_task_folders(root: str | os.PathLike, marker: str = TASK_FILE) -> list[Path]:
     """Every folder holding `marker` under root; such a folder is not searched further, nor hidden ones."""
     root = Path(root)
-    if (root / marker).is_file():
+    if os.path.lexists(root / marker):  # a folder or symlink of that name too: loading says what is wrong
         return [root]
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
-        if marker in filenames:
+        if marker in filenames or marker in dirnames:
             found.append(Path(dirpath))
             dirnames[:] = []
         else:
@@ -135,10 +130,7 @@ def find_task_folders(root: str | os.PathLike, marker: str = TASK_FILE) -> list[
 
 def iter_tasks(root: str | os.PathLike) -> Iterator[Task | TaskFormatError]:
     for folder in find_task_folders(root):
-        try:
-            yield load_task(folder)
-        except TaskFormatError as e:
-            yield e
+        yield guarded(folder / TASK_FILE, lambda folder=folder: load_task(folder))
 
 
 def save_task(task: Task, folder: str | os.PathLike) -> Path:

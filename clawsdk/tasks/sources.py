@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from clawsdk.errors import PluginError, TaskFormatError
 from clawsdk.tasks.model import Task
+from clawsdk.tasks.reading import as_task_error
 
 
 class TaskSource(Protocol):
@@ -54,15 +55,48 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
                               "prefix the path with SOURCE: to choose one")
     result = LoadedTasks(source=source_name)
     seen: dict[str, str] = {}
-    for item in source.load(path):
+    items = source.load(path)
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            break
+        except Exception as e:  # noqa: BLE001 - a source that raises ends its own listing, not the run
+            result.errors.append(as_task_error(path, e))
+            break
         if isinstance(item, TaskFormatError):
             result.errors.append(item)
             continue
-        origin = str(item.provenance.get("path", path))
-        if item.id in seen:
-            result.errors.append(TaskFormatError(origin, f"duplicate task id {item.id!r} (also in {seen[item.id]})",
-                                                 field="id", task_id=item.id))
-            continue
-        seen[item.id] = origin
-        result.tasks.append(item)
+        _add(result, item, seen, str(item.provenance.get("path", path)))
     return result
+
+
+def load_many(specs: Iterable[str | Path]) -> LoadedTasks:
+    """The tasks of every spec, with ids unique across all of them.
+
+    A task whose id an earlier spec (or an earlier task of the same spec) already gave is
+    refused, with one error naming both files: an id is the task's identity in the store (its
+    rollouts, resume, benchmark reports), so a second task of that id is never run under it,
+    and never silently renamed to a name that depends on the order of the arguments.
+    """
+    merged = LoadedTasks()
+    seen: dict[str, str] = {}
+    sources = []
+    for spec in specs:
+        loaded = load_tasks(spec)
+        sources.append(loaded.source)
+        merged.errors.extend(loaded.errors)
+        for task in loaded.tasks:
+            _add(merged, task, seen, str(task.provenance.get("path", spec)))
+    merged.source = ",".join(dict.fromkeys(sources))
+    return merged
+
+
+def _add(result: LoadedTasks, task: Task, seen: dict[str, str], origin: str) -> None:
+    if task.id in seen:
+        result.errors.append(TaskFormatError(
+            origin, f"duplicate task id {task.id!r} (also in {seen[task.id]}); this one is skipped: give it "
+                    "another id", field="id", task_id=task.id))
+        return
+    seen[task.id] = origin
+    result.tasks.append(task)

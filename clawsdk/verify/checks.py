@@ -9,7 +9,7 @@ import math
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from clawsdk.errors import VerifierError
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
@@ -75,11 +75,18 @@ class Regex(_Check):
     count: int = Field(1, ge=1)
     flags: str = ""
 
+    _compiled: re.Pattern = PrivateAttr()
+
     @model_validator(mode="after")
     def _compiles(self) -> Regex:
-        re.compile(self.pattern)
         if set(self.flags) - set("ims"):
             raise ValueError("flags may contain only i, m, s")
+        flags = sum({"i": re.I, "m": re.M, "s": re.S}[f] for f in set(self.flags))
+        # compiled now, so a bad pattern is a load error naming the check, never a failed rollout
+        try:
+            self._compiled = re.compile(self.pattern, flags)
+        except (re.error, RecursionError, OverflowError) as e:
+            raise ValueError(f"pattern {self.pattern[:80]!r} is not a valid regular expression: {e}") from None
         return self
 
 
@@ -135,8 +142,13 @@ def parse_checks(raw: list[dict[str, Any]]) -> list[Any]:
     except ValidationError as e:
         err = e.errors()[0]
         loc = list(err["loc"])
+        if not loc:
+            raise ValueError(f"verifier.checks: {err['msg']}") from None
         where = f"verifier.checks[{loc[0]}]" + "".join(f".{p}" for p in loc[2:] if isinstance(p, str))
-        raise ValueError(f"{where}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if msg.startswith("pattern "):
+            where += ".pattern"
+        raise ValueError(f"{where}: {msg}") from None
 
 
 # ---- comparison helpers -------------------------------------------------------------------
@@ -267,8 +279,7 @@ class ChecksVerifier(Verifier):
             a, b = (text.strip(), expected.strip()) if c.strip else (text, expected)
             return float(a == b), "equal" if a == b else "differs"
         if c.type == "regex":
-            flags = sum({"i": re.I, "m": re.M, "s": re.S}[f] for f in c.flags)
-            n = len(re.findall(c.pattern, text, flags))
+            n = sum(1 for _ in c._compiled.finditer(text))
             return float(n >= c.count), f"{n} match(es), need {c.count}"
         if c.type == "json_equals":
             try:

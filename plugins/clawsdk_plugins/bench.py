@@ -114,7 +114,7 @@ def make_group() -> click.Group:
         from clawsdk.bench.decontam import read_datasets, read_training
         from clawsdk.bench.flaky import flaky_in_runs
         from clawsdk.store.store import Store
-        from clawsdk.tasks.sources import load_tasks
+        from clawsdk.tasks.sources import load_many
 
         options = BuildOptions(
             name=name, version=version, description=description, band=None if no_band else _band(band),
@@ -122,11 +122,8 @@ def make_group() -> click.Group:
             near_duplicate=near_dup, dedup_pool=not no_pool_dedup, weighting=weighting, judge_model=judge_model,
             samples=samples, seed=seed,
         )
-        tasks, errors = [], []
-        for spec in pool:
-            loaded = load_tasks(spec)
-            tasks.extend(loaded.tasks)
-            errors.extend(loaded.errors)
+        loaded = load_many(pool)  # ids unique across the pool's sources
+        tasks, errors = loaded.tasks, loaded.errors
         with Store(db) as store:
             if not pool:
                 if not runs:

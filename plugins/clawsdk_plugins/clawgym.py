@@ -31,6 +31,8 @@ from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
 from clawsdk.tasks import native
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
+from clawsdk.tasks.reading import (Budget, ReadLimits, check_instruction, guarded, lexists, parse_json, read_text,
+                                   read_tree)
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 ENTRY_FILE = "data_entry.json"
@@ -64,10 +66,6 @@ if __name__ == "__main__":
 
 
 # ---- reading -------------------------------------------------------------------------------
-
-
-def _folder_files(folder: Path, prefix: str = "") -> list[File]:
-    return native.read_files(folder, prefix)
 
 
 def _clean_category(value: Any) -> str | None:
@@ -146,15 +144,16 @@ def _apply_clawsdk_extras(data: dict[str, Any], extras: Any, where: str, task_id
 def load_folder_task(folder: Path) -> Task:
     """One ClawGym task folder, or TaskFormatError naming the file and field at fault."""
     entry_path = folder / ENTRY_FILE
+    budget = Budget()
     try:
-        raw = json.loads(entry_path.read_text(encoding="utf-8"))
+        text = read_text(folder, ENTRY_FILE, limits=budget.limits)
     except FileNotFoundError:
         raise TaskFormatError(str(entry_path), f"missing; a ClawGym task folder needs {ENTRY_FILE}") from None
-    except UnicodeDecodeError as e:
-        raise TaskFormatError(str(entry_path), f"not UTF-8 text: {e}") from None
-    except json.JSONDecodeError as e:
-        raise TaskFormatError(str(entry_path), f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
-                              task_id=folder.name) from None
+    try:
+        raw = parse_json(text, str(entry_path), limits=budget.limits)
+    except TaskFormatError as e:
+        e.task_id = folder.name
+        raise
     if not isinstance(raw, dict):
         raise TaskFormatError(str(entry_path), f"must be a JSON object, not {type(raw).__name__}",
                               task_id=folder.name)
@@ -164,6 +163,7 @@ def load_folder_task(folder: Path) -> Task:
         what = "is required but missing" if query is None else "must be non-empty text"
         raise TaskFormatError(str(entry_path), f"{what}: the instruction given to the agent",
                               field="user_query", task_id=task_id)
+    check_instruction(query, str(entry_path), "user_query", task_id, budget.limits)
     meta = raw.get("metadata") or {}
     if not isinstance(meta, dict):
         raise TaskFormatError(str(entry_path), "must be a JSON object", field="metadata", task_id=task_id)
@@ -172,8 +172,9 @@ def load_folder_task(folder: Path) -> Task:
         raise TaskFormatError(str(entry_path), f"must be an absolute path, got {mount!r}",
                               field="input_mount_dir", task_id=task_id)
     try:
-        workspace = _folder_files(folder / INPUT_DIR) if (folder / INPUT_DIR).is_dir() else []
-        hidden = _folder_files(folder / REWARD_DIR, f"{REWARD_DIR}/") if (folder / REWARD_DIR).is_dir() else []
+        workspace = read_tree(folder, INPUT_DIR, budget=budget) if lexists(folder, INPUT_DIR) else []
+        hidden = (read_tree(folder, REWARD_DIR, f"{REWARD_DIR}/", budget=budget)
+                  if lexists(folder, REWARD_DIR) else [])
     except TaskFormatError as e:
         e.task_id = task_id
         raise
@@ -242,9 +243,20 @@ def load_jsonl_record(raw: Any, where: str, default_id: str) -> Task:
     if not isinstance(prompt, str) or not prompt.strip():
         raise TaskFormatError(where, "is required but missing: the instruction given to the agent",
                               field="prompt", task_id=task_id)
+    limits = ReadLimits.from_env()
+    check_instruction(prompt, where, "prompt", task_id, limits)
     mount = raw.get("input_mount_dir") or MOUNT_DIR
+    if not isinstance(mount, str) or not mount.startswith("/"):
+        raise TaskFormatError(where, f"must be an absolute path, got {mount!r}", field="input_mount_dir",
+                              task_id=task_id)
+    inputs = raw.get("input_files") or []
+    if not isinstance(inputs, list):
+        raise TaskFormatError(where, "must be a list of {file_path, content}", field="input_files", task_id=task_id)
+    if len(inputs) > limits.files:
+        raise TaskFormatError(where, f"{len(inputs):,} files, over the {limits.files:,} limit; set "
+                              "CLAWSDK_MAX_TASK_FILES to allow more", field="input_files", task_id=task_id)
     try:
-        workspace = [_jsonl_file(f, i, mount) for i, f in enumerate(raw.get("input_files") or [])]
+        workspace = [_jsonl_file(f, i, mount) for i, f in enumerate(inputs)]
     except (ValueError, ValidationError) as e:
         msg = validation_message_of(e)
         raise TaskFormatError(where, msg, field="input_files", task_id=task_id) from None
@@ -317,10 +329,7 @@ class ClawGymSource:
         if not folders:
             yield TaskFormatError(str(path), f"no ClawGym task here (no {ENTRY_FILE} found)")
         for folder in folders:
-            try:
-                yield load_folder_task(folder)
-            except TaskFormatError as e:
-                yield e
+            yield guarded(folder / ENTRY_FILE, lambda folder=folder: load_folder_task(folder))
 
     def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
         """Write tasks as ClawGym folders under dest (a writer, for `clawsdk convert --to clawgym`)."""
@@ -352,21 +361,43 @@ class ClawGymJsonlSource:
         if not path.is_file():
             yield TaskFormatError(str(path), "no such file; a clawgym-jsonl source is a .jsonl file")
             return
-        with path.open(encoding="utf-8", errors="replace") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{n}"
-                default_id = f"{path.stem}_{n:05d}"
-                try:
-                    raw = json.loads(line)
-                except json.JSONDecodeError as e:
-                    yield TaskFormatError(where, f"invalid JSON at column {e.colno}: {e.msg}", task_id=default_id)
-                    continue
-                try:
-                    yield load_jsonl_record(raw, where, default_id)
-                except TaskFormatError as e:
-                    yield e
+        limits = ReadLimits.from_env()
+        for n, line in _bounded_lines(path, limits.task_file_bytes):
+            where = f"{path}:{n}"
+            default_id = f"{path.stem}_{n:05d}"
+            if line is None:
+                yield TaskFormatError(where, f"the line is over the {limits.task_file_bytes:,}-byte limit; "
+                                             "set CLAWSDK_MAX_TASK_FILE_BYTES to allow more", task_id=default_id)
+                continue
+            yield guarded(where, lambda line=line, where=where, default_id=default_id:
+                          load_jsonl_record(_parse_line(line, where, default_id), where, default_id))
+
+
+def _parse_line(line: str, where: str, default_id: str) -> Any:
+    try:
+        return parse_json(line, where)
+    except TaskFormatError as e:
+        e.task_id = default_id
+        raise
+
+
+def _bounded_lines(path: Path, limit: int) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) of each non-blank line; None for a line longer than `limit` bytes."""
+    with path.open("rb") as f:
+        n = 0
+        while True:
+            raw = f.readline(limit + 1)
+            if not raw:
+                return
+            n += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the long line
+                    raw = f.readline(1 << 20)
+                yield n, None
+                continue
+            text = raw.decode("utf-8", errors="replace")
+            if text.strip():
+                yield n, text
 
     def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
         """Write tasks as one syn_task.jsonl file at dest."""

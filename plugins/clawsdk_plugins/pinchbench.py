@@ -29,12 +29,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
+from clawsdk.sandbox.paths import normalize_relative
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
+from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 from clawsdk_plugins.clawgym import validated_task
 
@@ -120,18 +121,56 @@ def python_block(text: str) -> str | None:
     return None
 
 
-def _assets_dirs(md: Path, assets: Path | None) -> list[Path]:
-    dirs = [assets] if assets else []
-    dirs += [md.parent / "assets", md.parent.parent / "assets", md.parent]
-    return [d for d in dirs if d is not None]
+def _asset_places(md: Path, assets: Path | None, source: str) -> list[tuple[Path, str]]:
+    """(folder, path below it) where a workspace_files source may be, in the order they are tried.
+
+    The source is resolved below each folder without following a symlink, so it can name
+    nothing outside the benchmark's assets/ (or the task file's own folder).
+    """
+    bare = source.removeprefix("assets/")
+    places = [(assets, source), (assets, bare)] if assets else []
+    for base in (md.parent, md.parent.parent):
+        places += [(base, f"assets/{source}"), (base, f"assets/{bare}")]
+    places += [(md.parent, source), (md.parent, bare)]
+    seen, out = set(), []
+    for base, rel in places:
+        if (base, rel) not in seen:
+            seen.add((base, rel))
+            out.append((base, rel))
+    return out
 
 
-def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str) -> list[File]:
+def _read_asset(md: Path, assets: Path | None, source: str, field: str, task_id: str, budget: Budget) -> bytes:
+    try:
+        source = normalize_relative(source)
+    except ValueError:
+        raise TaskFormatError(str(md), f"source {source!r} must be a relative path inside the benchmark's "
+                              "assets/ folder", field=f"{field}.source", task_id=task_id) from None
+    tried = []
+    for base, rel in _asset_places(md, assets, source):
+        tried.append(str(base / rel))
+        try:
+            data = read_file(base, rel, limits=budget.limits)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except TaskFormatError as e:
+            raise TaskFormatError(str(md), f"source {source!r}: {e}", field=f"{field}.source",
+                                  task_id=task_id) from None
+        budget.take(str(base / rel), files=1, size=len(data))
+        return data
+    raise TaskFormatError(str(md), f"source {source!r} not found (looked at {', '.join(tried[:4])}); "
+                          "put it in the benchmark's assets/ folder", field=f"{field}.source", task_id=task_id)
+
+
+def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str, budget: Budget) -> list[File]:
     if raw in (None, []):
         return []
     if not isinstance(raw, list):
         raise TaskFormatError(str(md), "must be a list of {source, dest} or {path, content}",
                               field="workspace_files", task_id=task_id)
+    if len(raw) > budget.limits.files:
+        raise TaskFormatError(str(md), f"{len(raw):,} files, over the {budget.limits.files:,} limit; set "
+                              "CLAWSDK_MAX_TASK_FILES to allow more", field="workspace_files", task_id=task_id)
     files = []
     for i, item in enumerate(raw):
         field = f"workspace_files[{i}]"
@@ -144,28 +183,14 @@ def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str) -> l
         try:
             if "content" in item:
                 content = item["content"]
-                text = content if isinstance(content, str) else json.dumps(content, indent=2)
+                text = content if isinstance(content, str) else json.dumps(content, indent=2, default=str)
                 files.append(File(path=dest, text=text))
                 continue
             source = item.get("source")
             if not isinstance(source, str) or not source:
                 raise TaskFormatError(str(md), "needs 'source' (a file under assets/) or 'content'",
                                       field=field, task_id=task_id)
-            tried = []
-            for base in _assets_dirs(md, assets):
-                for rel in (source, source.removeprefix("assets/")):
-                    candidate = base / rel
-                    tried.append(str(candidate))
-                    if candidate.is_file():
-                        files.append(File.from_bytes(dest, candidate.read_bytes()))
-                        break
-                else:
-                    continue
-                break
-            else:
-                raise TaskFormatError(str(md), f"source {source!r} not found (looked at {', '.join(tried[:4])}); "
-                                      "put it in the benchmark's assets/ folder",
-                                      field=f"{field}.source", task_id=task_id)
+            files.append(File.from_bytes(dest, _read_asset(md, assets, source, field, task_id, budget)))
         except ValidationError as e:
             raise TaskFormatError(str(md), e.errors()[0]["msg"], field=field, task_id=task_id) from None
     return files
@@ -189,20 +214,16 @@ def _weights(raw: Any, md: Path, task_id: str) -> dict[str, float]:
 
 def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
     """One PinchBench task file, or TaskFormatError naming the field at fault."""
-    try:
-        text = md.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise TaskFormatError(str(md), f"not UTF-8 text: {e}") from None
+    budget = Budget()
+    text = read_text(md.parent, md.name, limits=budget.limits)
     front, body = split_frontmatter(text)
     if front is None:
         raise TaskFormatError(str(md), "no YAML frontmatter: a PinchBench task starts with a '---' block "
                                        "holding id, name, grading_type")
     try:
-        meta = yaml.safe_load(front) or {}
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 2}: " if mark else ""
-        raise TaskFormatError(str(md), f"invalid YAML frontmatter: {where}{getattr(e, 'problem', None) or e}") from None
+        meta = parse_yaml(front, str(md), limits=budget.limits, line_offset=1) or {}
+    except TaskFormatError as e:
+        raise TaskFormatError(str(md), e.message.replace("invalid YAML", "invalid YAML frontmatter", 1)) from None
     if not isinstance(meta, dict):
         raise TaskFormatError(str(md), "the frontmatter must be a mapping of fields")
     task_id = meta.get("id")
@@ -215,6 +236,7 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
     if not prompt:
         raise TaskFormatError(str(md), "no '## Prompt' section (the instruction given to the agent)",
                               field="## Prompt", task_id=task_id)
+    check_instruction(prompt, str(md), "## Prompt", task_id, budget.limits)
     grading = str(meta.get("grading_type") or "automated").strip().lower()
     if grading not in GRADING_TYPES:
         raise TaskFormatError(str(md), f"{grading!r} is not one of {', '.join(GRADING_TYPES)}",
@@ -256,7 +278,7 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
         "id": task_id,
         "instruction": prompt,
         "category": str(meta["category"]) if meta.get("category") else None,
-        "workspace": _workspace_files(meta.get("workspace_files"), md, assets, task_id),
+        "workspace": _workspace_files(meta.get("workspace_files"), md, assets, task_id, budget),
         "hidden": [File(path=GRADE_FILE, text=code)] if code else [],
         "verifier": VerifierSpec.model_validate(verifier),
         "limits": Limits.model_validate(limits),
@@ -271,8 +293,8 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
 
 def _looks_like_task(md: Path) -> bool:
     try:
-        head = md.read_text(encoding="utf-8", errors="replace")[:4000]
-    except OSError:
+        head = read_head(md.parent, md.name, 4000).decode("utf-8", errors="replace")
+    except (OSError, TaskFormatError):
         return False
     front, _ = split_frontmatter(head)
     return front is not None and re.search(r"^id\s*:", front, re.M) is not None
@@ -291,7 +313,7 @@ class PinchBenchSource:
 
     def load(self, path: Path) -> Iterator[Task | TaskFormatError]:
         if path.is_file():
-            files = [path]
+            files = [path.resolve()]  # the file named on the command line; a symlink found in a folder is refused
         elif path.is_dir():
             files = sorted(path.glob(TASK_GLOB))
             if not files:
@@ -300,10 +322,7 @@ class PinchBenchSource:
             yield TaskFormatError(str(path), "no such file or folder")
             return
         for md in files:
-            try:
-                yield load_markdown_task(md, self.assets)
-            except TaskFormatError as e:
-                yield e
+            yield guarded(md, lambda md=md: load_markdown_task(md, self.assets))
 
 
 # ---- our trajectory as OpenClaw's transcript -----------------------------------------------

@@ -47,7 +47,7 @@ def test_malformed_task_is_one_clear_line_and_the_rest_runs(tmp_path, db):
     lines = [line for line in r.stderr.splitlines() if "skipped task" in line]
     assert len(lines) == 1 and str(bad / "task.yaml") in lines[0] and "pattern" in lines[0]
     summary = json.loads(r.stdout)
-    assert summary["total"]["rollouts"] == 1 and summary["skipped_tasks"][0]["field"] == "verifier"
+    assert summary["total"]["rollouts"] == 1 and summary["skipped_tasks"][0]["field"] == "verifier.checks[0].pattern"
 
 
 def test_unknown_agent_is_a_clear_error(tmp_path, db):

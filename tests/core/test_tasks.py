@@ -77,7 +77,7 @@ def test_unknown_field_and_bad_check_are_reported_at_load(tmp_path):
     assert "not a known field" in _error_for(folder).message
     bad = make_task(tmp_path / "b", "badcheck", checks=[{"type": "json_equals", "path": "x.json"}])
     err = _error_for(bad)
-    assert err.field == "verifier" and "checks[0]" in err.message and "expected" in err.message
+    assert err.field == "verifier.checks[0]" and "expected" in err.message
     unknown = make_task(tmp_path / "c", "unknown", extra={"verifier": {"type": "nope"}})
     err = _error_for(unknown)
     assert err.field == "verifier.type" and "nope" in err.message

@@ -1,0 +1,259 @@
+"""Hostile task folders: each bad task is one line naming its file, the rest load and run; nothing is read
+from outside the task folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from clawsdk.cli import cli
+from clawsdk.tasks.sources import load_many, load_tasks
+from clawsdk_plugins.clawgym import REWARD_SH
+from tests.conftest import make_task
+
+SECRET = "CANARY-not-for-any-task"
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False, env=env)
+
+
+def skipped_lines(output: str) -> list[str]:
+    return [ln for ln in output.splitlines() if ln.startswith("skipped task:")]
+
+
+def bad_folder(root):
+    """The inputs that used to stop a whole folder, between two good tasks."""
+    make_task(root, "a_good")
+    make_task(root, "b_regex", checks=[{"type": "regex", "path": "done.txt", "pattern": "["}])
+    f = make_task(root, "c_steps_dir")
+    (f / "solution" / "steps.yaml").unlink()
+    (f / "solution" / "real").mkdir()
+    os.symlink("real", f / "solution" / "steps.yaml")
+    f = make_task(root, "d_deep")
+    with (f / "task.yaml").open("a") as out:
+        out.write("metadata: " + "[" * 1000 + "]" * 1000 + "\n")
+    f = make_task(root, "e_taskdir")
+    (f / "task.yaml").unlink()
+    (f / "task.yaml").mkdir()
+    make_task(root, "f_huge", instruction="x" * 9_000_000)
+    make_task(root, "z_good")
+    return {"b_regex": "verifier.checks[0].pattern: pattern '[' is not a valid regular expression",
+            "c_steps_dir": "steps.yaml: is a symlink",
+            "d_deep": "nested deeper than 100 levels; set CLAWSDK_MAX_NESTING",
+            "e_taskdir": "task.yaml: is a folder",
+            "f_huge": "over the 8,388,608-byte limit; set CLAWSDK_MAX_TASK_FILE_BYTES"}
+
+
+def test_crashing_inputs_are_one_line_each_and_the_other_tasks_run(tmp_path, db):
+    expected = bad_folder(tmp_path / "tasks")
+    r = invoke("run", tmp_path / "tasks", "--agent", "oracle", "--sandbox", "local", "--db", db, "--run-id", "x")
+    assert r.exit_code == 0, r.output
+    assert "Traceback" not in r.output
+    lines = skipped_lines(r.output)
+    assert len(lines) == len(expected), lines
+    for name, text in expected.items():
+        assert sum(f"/{name}/" in ln and text in ln for ln in lines) == 1, (name, lines)
+    con = sqlite3.connect(db)
+    assert sorted(con.execute("SELECT task_id, status, reward FROM rollouts")) == [
+        ("a_good", "finished", 1.0), ("z_good", "finished", 1.0)]
+    assert con.execute("SELECT COUNT(*) FROM task_errors WHERE run_id = 'x'").fetchone()[0] == len(expected)
+
+    r = invoke("tasks", "validate", tmp_path / "tasks", "--sandbox", "local")
+    assert r.exit_code == 1 and "Traceback" not in r.output  # 1: some tasks are unreadable
+    assert len(skipped_lines(r.output)) == len(expected) and "2/2 valid" in r.output
+
+
+def test_limits_have_overrides(tmp_path, monkeypatch):
+    f = make_task(tmp_path, "deep")
+    with (f / "task.yaml").open("a") as out:
+        out.write("metadata: {k: " + "[" * 150 + "]" * 150 + "}\n")
+    (err,) = load_tasks(str(f)).errors
+    assert "nested deeper than 100 levels" in str(err)
+    monkeypatch.setenv("CLAWSDK_MAX_NESTING", "200")
+    assert [t.id for t in load_tasks(str(f)).tasks] == ["deep"]
+    monkeypatch.setenv("CLAWSDK_MAX_INSTRUCTION_CHARS", "10")
+    (err,) = load_tasks(str(f)).errors
+    assert "instruction: is 31 characters, over the 10-character limit" in str(err)
+    monkeypatch.delenv("CLAWSDK_MAX_INSTRUCTION_CHARS")
+    monkeypatch.setenv("CLAWSDK_MAX_FILE_BYTES", "3")
+    (err,) = load_tasks(str(f)).errors
+    assert "notes.md: the file is 6 bytes, over the 3-byte limit; set CLAWSDK_MAX_FILE_BYTES" in str(err)
+    monkeypatch.setenv("CLAWSDK_MAX_FILE_BYTES", "lots")
+    (err,) = load_tasks(str(f)).errors
+    assert "CLAWSDK_MAX_FILE_BYTES: must be a whole number" in str(err)
+
+
+def test_duplicate_ids_across_arguments_are_refused_before_any_rollout(tmp_path, db):
+    make_task(tmp_path / "dupA", "same")
+    make_task(tmp_path / "dupB", "same", instruction="Another task that took the same id.")
+    make_task(tmp_path / "dupB", "other")
+    r = invoke("run", tmp_path / "dupA", tmp_path / "dupB", "--sandbox", "local", "--db", db, "--run-id", "d")
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    (line,) = skipped_lines(r.output)
+    assert f"{tmp_path / 'dupB' / 'same'}: id: duplicate task id 'same' (also in {tmp_path / 'dupA' / 'same'})" in line
+    con = sqlite3.connect(db)
+    assert sorted(con.execute("SELECT task_id, status FROM rollouts")) == [("other", "finished"),
+                                                                          ("same", "finished")]
+    loaded = load_many([str(tmp_path / "dupA"), str(tmp_path / "dupB")])
+    assert [t.instruction for t in loaded.tasks if t.id == "same"] == ["Write done.txt containing done."]
+
+
+# ---- file references stay inside the task ---------------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path):
+    d = tmp_path / "outside"
+    d.mkdir()
+    (d / "secret.txt").write_text(SECRET)
+    return d
+
+
+def assert_no_secret(loaded):
+    for t in loaded.tasks:
+        assert SECRET not in t.model_dump_json()
+
+
+def _clawgym(root, name):
+    folder = root / name
+    (folder / "input_files").mkdir(parents=True)
+    (folder / "input_files" / "in.txt").write_text("x\n")
+    (folder / "reward").mkdir()
+    (folder / "reward" / "reward.sh").write_text(REWARD_SH)
+    (folder / "reward" / "check.py").write_text("import json\nprint(json.dumps({'a': 0}))\n")
+    (folder / "data_entry.json").write_text(json.dumps({"task_id": name, "user_query": f"do {name}",
+                                                        "metadata": {"grading_type": "automated"}}))
+    return folder
+
+
+def test_native_symlinks_and_fifos_are_refused_naming_the_file(tmp_path, outside):
+    root = tmp_path / "tasks"
+    make_task(root, "ok")
+    os.symlink(outside / "secret.txt", make_task(root, "ws_file") / "workspace" / "s.txt")
+    os.symlink(outside, make_task(root, "ws_dir") / "workspace" / "sub")
+    f = make_task(root, "ws_root")
+    os.rename(f / "workspace", f / "gone")
+    os.symlink(outside, f / "workspace")
+    f = make_task(root, "hidden", hidden={"a.txt": "a"})
+    os.symlink(outside / "secret.txt", f / "hidden" / "expected.txt")
+    f = make_task(root, "sol")
+    (f / "solution" / "steps.yaml").unlink()
+    os.symlink(outside / "secret.txt", f / "solution" / "steps.yaml")
+    f = make_task(root, "spec")
+    (f / "task.yaml").unlink()
+    os.symlink(outside / "secret.txt", f / "task.yaml")
+    os.mkfifo(make_task(root, "fifo") / "workspace" / "pipe")
+    loaded = load_tasks(str(root))
+    assert [t.id for t in loaded.tasks] == ["ok"]
+    msgs = {e.path.removeprefix(str(root) + "/"): e.message for e in loaded.errors}
+    assert set(msgs) == {"ws_file/workspace/s.txt", "ws_dir/workspace/sub", "ws_root/workspace",
+                         "hidden/hidden/expected.txt", "sol/solution/steps.yaml", "spec/task.yaml",
+                         "fifo/workspace/pipe"}, msgs
+    assert all(m.startswith("is a symlink (to '") for k, m in msgs.items() if k != "fifo/workspace/pipe")
+    assert "not a regular file (a fifo" in msgs["fifo/workspace/pipe"]
+    assert_no_secret(loaded)
+
+
+def test_clawgym_input_files_symlinks_are_refused(tmp_path, outside):
+    root = tmp_path / "cg"
+    _clawgym(root, "ok")
+    os.symlink(outside / "secret.txt", _clawgym(root, "file_link") / "input_files" / "s.txt")
+    f = _clawgym(root, "dir_link")
+    os.symlink(outside, f / "input_files" / "etc")
+    f = _clawgym(root, "root_link")
+    os.rename(f / "input_files", f / "gone")
+    os.symlink(outside, f / "input_files")
+    f = _clawgym(root, "reward_link")
+    (f / "reward" / "check.py").unlink()
+    os.symlink(outside / "secret.txt", f / "reward" / "check.py")
+    f = _clawgym(root, "entry_link")
+    (f / "data_entry.json").unlink()
+    os.symlink(outside / "secret.txt", f / "data_entry.json")
+    loaded = load_tasks(f"clawgym:{root}")
+    assert [t.id for t in loaded.tasks] == ["ok"]
+    msgs = {e.path.removeprefix(str(root) + "/"): e.message for e in loaded.errors}
+    assert set(msgs) == {"file_link/input_files/s.txt", "dir_link/input_files/etc", "root_link/input_files",
+                         "reward_link/reward/check.py", "entry_link/data_entry.json"}, msgs
+    assert all(m.startswith("is a symlink") for m in msgs.values())
+    assert_no_secret(loaded)
+
+
+def test_pinchbench_sources_stay_in_the_assets_folder(tmp_path, outside):
+    bench = tmp_path / "bench"
+    (bench / "tasks").mkdir(parents=True)
+    (bench / "assets").mkdir()
+    (bench / "assets" / "data.csv").write_text("a,b\n1,2\n")
+    os.symlink(outside / "secret.txt", bench / "assets" / "link.csv")
+    os.symlink(outside, bench / "assets" / "linkdir")
+    grade = "## Automated Checks\n```python\ndef grade(transcript, workspace_path):\n    return {'a': 1.0}\n```\n"
+
+    def task(tid, source):
+        (bench / "tasks" / f"task_{tid}.md").write_text(
+            f"---\nid: {tid}\ngrading_type: automated\nworkspace_files:\n  - source: {json.dumps(source)}\n"
+            f"    dest: s.txt\n---\n## Prompt\nhi\n{grade}")
+
+    task("ok", "data.csv")
+    depth = len(outside.parts) + 4
+    task("up", "../" * depth + str(outside / "secret.txt").lstrip("/"))
+    task("abs", str(outside / "secret.txt"))
+    task("link", "link.csv")
+    task("linkdir", "linkdir/secret.txt")
+    os.symlink(outside / "secret.txt", bench / "tasks" / "task_mdlink.md")
+    loaded = load_tasks(f"pinchbench:{bench / 'tasks'}")
+    assert [t.id for t in loaded.tasks] == ["ok"] and loaded.tasks[0].workspace[0].text == "a,b\n1,2\n"
+    msgs = {e.path.rsplit("/", 1)[-1]: str(e) for e in loaded.errors}
+    assert set(msgs) == {"task_up.md", "task_abs.md", "task_link.md", "task_linkdir.md", "task_mdlink.md"}
+    for name in ("task_up.md", "task_abs.md"):
+        assert "workspace_files[0].source: source" in msgs[name] and "must be a relative path inside" in msgs[name]
+    assert "is a symlink" in msgs["task_link.md"] and "is a symlink" in msgs["task_linkdir.md"]
+    assert "task_mdlink.md: is a symlink" in msgs["task_mdlink.md"]
+    assert_no_secret(loaded)
+
+
+def test_a_fifo_named_like_a_task_file_never_hangs(tmp_path):
+    os.mkfifo(tmp_path / "task.yaml")
+    (err,) = load_tasks(str(tmp_path)).errors
+    assert "task.yaml: is not a regular file" in str(err)
+    cg = tmp_path / "cg" / "t"
+    cg.mkdir(parents=True)
+    os.mkfifo(cg / "data_entry.json")
+    (err,) = load_tasks(f"clawgym:{cg.parent}").errors
+    assert "data_entry.json: is not a regular file" in str(err)
+    pb = tmp_path / "pb"
+    pb.mkdir()
+    os.mkfifo(pb / "task_x.md")
+    (err,) = load_tasks(f"pinchbench:{pb}").errors
+    assert "task_x.md: is not a regular file" in str(err)
+
+
+def test_a_jsonl_line_over_the_limit_is_one_error(tmp_path, monkeypatch):
+    line = {"prompt": "p", "hook_code": "import json\nprint(json.dumps({'a': 0}))\n"}
+    path = tmp_path / "syn_task.jsonl"
+    path.write_text("\n".join([json.dumps(line), json.dumps({**line, "prompt": "x" * 5000}), json.dumps(line)]) + "\n")
+    monkeypatch.setenv("CLAWSDK_MAX_TASK_FILE_BYTES", "1000")
+    loaded = load_tasks(str(path))
+    assert [t.id for t in loaded.tasks] == ["syn_task_00001", "syn_task_00003"]
+    (err,) = loaded.errors
+    assert str(err).startswith(f"{path}:2: the line is over the 1,000-byte limit")
+
+
+def test_an_unforeseen_exception_in_a_source_is_one_error(tmp_path, monkeypatch):
+    import clawsdk_plugins.clawgym as clawgym
+
+    _clawgym(tmp_path / "cg", "a")
+    _clawgym(tmp_path / "cg", "b")
+
+    def boom(folder, real=clawgym.load_folder_task):
+        if folder.name == "a":
+            raise KeyError("surprise")
+        return real(folder)
+
+    monkeypatch.setattr(clawgym, "load_folder_task", boom)
+    loaded = load_tasks(f"clawgym:{tmp_path / 'cg'}")
+    assert [t.id for t in loaded.tasks] == ["b"]
+    assert str(loaded.errors[0]) == f"{tmp_path / 'cg' / 'a' / 'data_entry.json'}: cannot be loaded (KeyError: 'surprise')"
