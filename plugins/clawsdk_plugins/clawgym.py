@@ -372,6 +372,12 @@ class ClawGymJsonlSource:
             yield guarded(where, lambda line=line, where=where, default_id=default_id:
                           load_jsonl_record(_parse_line(line, where, default_id), where, default_id))
 
+    def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
+        """Write tasks as one syn_task.jsonl file at dest."""
+        from clawsdk_plugins.clawgym_export import write_jsonl
+
+        return write_jsonl(tasks, dest)
+
 
 def _parse_line(line: str, where: str, default_id: str) -> Any:
     try:
@@ -398,12 +404,6 @@ def _bounded_lines(path: Path, limit: int) -> Iterator[tuple[int, str | None]]:
             text = raw.decode("utf-8", errors="replace")
             if text.strip():
                 yield n, text
-
-    def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
-        """Write tasks as one syn_task.jsonl file at dest."""
-        from clawsdk_plugins.clawgym_export import write_jsonl
-
-        return write_jsonl(tasks, dest)
 
 
 # ---- the reward verifier ------------------------------------------------------------------
