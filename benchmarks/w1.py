@@ -1,12 +1,13 @@
 """W1: N tasks x 10 tool calls (write then read a small file, alternating) by the scripted agent.
 
-Prints, for the whole runtime (local sandbox, core MCP server, recorder, store writer,
-verifier): wall time, CPU time, peak memory, time per rollout and per tool call; and, measured
+Prints, for the whole runtime (the sandbox named by --sandbox, local by default; core MCP
+server, recorder, store writer, verifier): wall time, CPU time, peak memory, time per rollout and per tool call; and, measured
 in the same process, the cost of one tool call through the recorded ToolSession against a
 bare in-process `mcp.Client` making the same calls.
 
     python benchmarks/w1.py                 # 200 and 2,000 tasks
     python benchmarks/w1.py --tasks 200     # one size
+    python benchmarks/w1.py --tasks 200 --sandbox bwrap
 """
 
 from __future__ import annotations
@@ -91,17 +92,17 @@ async def per_call_costs(n_calls: int, db: Path) -> tuple[float, float]:
     return bare, recorded
 
 
-def run_w1(n: int, db: Path, concurrency: int) -> dict:
+def run_w1(n: int, db: Path, concurrency: int, sandbox: str = "local") -> dict:
     tasks = w1_tasks(n)
     agent = ScriptedAgent(lambda task: w1_calls(int(task.id.split("-")[1])))
     cpu0, t0 = cpu_s(), time.perf_counter()
-    result = anyio.run(lambda: run(tasks, agent=agent, db=db, concurrency=concurrency, run_id=f"w1-{n}",
-                                   sandbox="local"))
+    result = anyio.run(lambda: run(tasks, agent=agent, db=db, concurrency=concurrency, sandbox=sandbox,
+                                  run_id=f"w1-{n}-{sandbox}"))
     wall, cpu = time.perf_counter() - t0, cpu_s() - cpu0
     ok = sum(1 for o in result.outcomes if o.passed)
     with Store(db) as store:
         events = store.query("SELECT COUNT(*) n FROM events e JOIN rollouts r ON r.id = e.rollout_id "
-                             "WHERE r.run_id = ?", [f"w1-{n}"])[0]["n"]
+                             "WHERE r.run_id = ?", [f"w1-{n}-{sandbox}"])[0]["n"]
     return {"tasks": n, "passed": ok, "wall_s": wall, "cpu_s": cpu, "events": events,
             "per_rollout_ms": wall / n * 1000, "per_call_ms": wall / (n * CALLS) * 1000}
 
@@ -111,6 +112,8 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, action="append", help="task counts (default: 200 and 2000)")
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--calls", type=int, default=2000, help="calls for the per-call comparison")
+    ap.add_argument("--sandbox", default="local", help="sandbox backend of the runs (default local, as the "
+                    "per-call comparison; `run` itself would pick bwrap where it works)")
     args = ap.parse_args()
     sizes = args.tasks or [200, 2000]
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,9 +124,9 @@ def main() -> None:
               f"(recording overhead {max(recorded - bare, 0) * 1e6:.0f} us per call)")
         rows = []
         for n in sizes:
-            r = run_w1(n, db, args.concurrency)
+            r = run_w1(n, db, args.concurrency, args.sandbox)
             rows.append(r)
-            print(f"W1 {n:>5} tasks x {CALLS} calls: wall {r['wall_s']:.2f} s, cpu {r['cpu_s']:.2f} s, "
+            print(f"W1 {n:>5} tasks x {CALLS} calls ({args.sandbox}): wall {r['wall_s']:.2f} s, cpu {r['cpu_s']:.2f} s, "
                   f"peak RSS {peak_mb():.0f} MB, {r['per_rollout_ms']:.1f} ms/rollout, "
                   f"{r['per_call_ms']:.2f} ms/tool call (all-in), passed {r['passed']}/{n}, events {r['events']}")
             if r["passed"] != n:

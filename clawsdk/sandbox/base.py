@@ -112,6 +112,19 @@ class Sandbox(abc.ABC):
     async def inject_hidden(self, files: list[File]) -> str:
         """Make the hidden verifier files visible (outside the workspace); return where."""
 
+    async def move_aside(self, path: str) -> str | None:
+        """Rename what `path` names (a symlink itself, not its target) to a fresh name beside it.
+
+        Returns the new path, or None if nothing was there. The host takes back a path the agent
+        must not own with it (hidden files go where the agent may have planted its own).
+        """
+        import secrets
+
+        new = f"{path.rstrip('/')}.agent-{secrets.token_hex(3)}"
+        script = 'if [ -e "$1" ] || [ -L "$1" ]; then mv -T -- "$1" "$2" && echo moved; fi'
+        r = await self.exec(["sh", "-c", script, "sh", path, new], timeout=30)
+        return new if r.stdout.strip() == "moved" else None
+
     @abc.abstractmethod
     async def close(self) -> None:
         """Remove everything the sandbox created; safe to call twice and under cancellation."""

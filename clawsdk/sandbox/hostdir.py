@@ -1,6 +1,7 @@
 """Sandboxes whose workspace is a folder on this host (local, bubblewrap).
 
-File operations act on the folder directly, confined to it; commands run through
+File operations act on the folder through descriptors (clawsdk.sandbox.safefs), so a command
+that swaps folders for symlinks while a tool runs cannot lead them out; commands run through
 `wrap_command`, which a subclass overrides to isolate them. Every command runs in its own
 process group, and the group is killed when the command ends or times out, so nothing it
 started outlives it.
@@ -22,7 +23,7 @@ import anyio
 from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import Entry, ExecResult, Sandbox, SandboxConfig
 from clawsdk.sandbox.hostroot import OWNER_FILE, owner_alive, owner_tag
-from clawsdk.sandbox.paths import resolve_inside
+from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
 
 MIN_SHM_FREE = 512 * 1024 * 1024
@@ -107,6 +108,8 @@ class HostDirSandbox(Sandbox):
         self.workspace_path = ""
         self._groups: set[int] = set()
         self._closed = False
+        #: the host uid that owns what the sandbox may write; None: leave ownership alone
+        self.file_owner: int | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -148,61 +151,42 @@ class HostDirSandbox(Sandbox):
 
     # ---- files -----------------------------------------------------------------------------
 
-    def _path(self, path: str, *, allow_root: bool = False) -> Path:
+    def files(self) -> Tree:
+        """The workspace, reached through descriptors; what it creates belongs to `file_owner`."""
         if self.workspace is None:
             raise SandboxError("sandbox not started")
-        return resolve_inside(self.workspace, path, allow_root=allow_root)
+        return Tree(self.workspace, aliases=(self.visible_workspace(),), owner=self.file_owner)
 
     def _write_sync(self, path: str, data: bytes, executable: bool = False) -> None:
-        target = self._path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        # re-check: a parent created above must not be a symlink planted by the agent
-        self._path(path)
-        target.write_bytes(data)
-        if executable:
-            target.chmod(0o755)
+        self.files().write(path, data, executable=executable)
 
     async def read(self, path: str) -> bytes:
-        target = self._path(path)
-        if target.is_dir():
-            raise IsADirectoryError(f"{path} is a folder")
-        return target.read_bytes()
+        return self.files().read(path)
 
     async def write(self, path: str, data: bytes, *, executable: bool = False) -> None:
         self._write_sync(path, data, executable)
 
     async def list(self, path: str = ".", *, recursive: bool = False) -> list[Entry]:
-        base = self._path(path, allow_root=True)
-        assert self.workspace is not None
-        ws = Path(os.path.realpath(self.workspace))
-        if not base.is_dir():
-            raise NotADirectoryError(f"{path} is not a folder")
-        entries: list[Entry] = []
-        if recursive:
-            for dirpath, dirnames, filenames in os.walk(base):
-                dirnames.sort()
-                for d in dirnames:
-                    p = Path(dirpath) / d
-                    entries.append(Entry(str(p.relative_to(ws)), True, 0))
-                for f in sorted(filenames):
-                    p = Path(dirpath) / f
-                    entries.append(Entry(str(p.relative_to(ws)), False, _size(p)))
-        else:
-            for p in sorted(base.iterdir()):
-                is_dir = p.is_dir() and not p.is_symlink()
-                entries.append(Entry(str(p.relative_to(ws)), is_dir, 0 if is_dir else _size(p)))
-        return entries
+        return [Entry(n.path, n.is_dir, n.size) for n in self.files().list(path, recursive=recursive)]
 
-    async def inject_hidden(self, files: list[File]) -> str:
+    async def move_aside(self, path: str) -> str | None:
+        return self.files().move_aside(path)
+
+    def cwd_of(self, cwd: str | None) -> str:
+        """A command's folder, resolved inside the workspace ('' for its root)."""
+        return self.files().resolve_dir(cwd) if cwd else ""
+
+    def hidden_tree(self) -> Tree:
         assert self.root is not None
         self.hidden_dir = self.root / "hidden"
-        self.hidden_dir.mkdir(exist_ok=True)
+        self.hidden_dir.mkdir(mode=0o755, exist_ok=True)
+        # readable by the sandbox's uid, writable only by the host: a verifier cannot rewrite its own checks
+        return Tree(self.hidden_dir, mode=0o644, what="hidden folder")
+
+    async def inject_hidden(self, files: list[File]) -> str:
+        tree = self.hidden_tree()
         for f in files:
-            target = resolve_inside(self.hidden_dir, f.path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(f.data)
-            if f.executable:
-                target.chmod(0o755)
+            tree.write(f.path, f.data, executable=f.executable)
         self.hidden_path = self.visible_hidden()
         return self.hidden_path
 
@@ -229,7 +213,8 @@ class HostDirSandbox(Sandbox):
             self.failure = self.failure or "exec in a sandbox that is not running"
             raise SandboxError(self.failure)
         argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        host_cwd = str(self._path(cwd, allow_root=True)) if cwd else str(self.workspace)
+        rel = self.cwd_of(cwd)
+        host_cwd = str(self.workspace / rel) if rel else str(self.workspace)
         full_env = self.base_env() | (env or {})
         argv, host_cwd, full_env = self.wrap_command(argv, host_cwd, full_env)
         limit = self.config.output_limit
@@ -284,9 +269,3 @@ class HostDirSandbox(Sandbox):
         return ExecResult.from_output(code, out, err, timed_out=timed_out, duration_s=time.perf_counter() - started,
                                       cut=cut[0], limit=limit, timeout=timeout)
 
-
-def _size(p: Path) -> int:
-    try:
-        return p.lstat().st_size
-    except OSError:
-        return 0

@@ -1,7 +1,7 @@
 """The common ground of the isolating sandboxes (bwrap, docker): a host sandbox root whose
 workspace, home and hidden folders are mounted into the isolated side.
 
-File tools keep acting on the host folder (confined by clawsdk.sandbox.paths); the isolated
+File tools keep acting on the host folder (through descriptors, clawsdk.sandbox.safefs); the isolated
 side sees the same files through mounts, so a file written either way is there for the
 other at once, with no copying. The host writes as root or as you; the isolated side runs as
 an unprivileged uid, so files the host writes are handed to that uid (`file_owner`), and
@@ -37,8 +37,6 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         super().__init__(config)
         self.opts = IsolationOptions.from_extra(self.config.extra, self.name)
         self.privileged = os.geteuid() == 0
-        #: the host uid that owns what the isolated side may write; None: leave ownership alone
-        self.file_owner: int | None = None
         self.sandbox_root: SandboxRoot | None = None
         self.io_dir: Path | None = None
 
@@ -116,39 +114,21 @@ class IsolatedHostDirSandbox(HostDirSandbox):
     def visible_hidden(self) -> str:
         return self.opts.hidden_path
 
-    def inside(self, host_cwd: str) -> str:
-        """The isolated side's path of a host folder inside the workspace."""
-        assert self.workspace is not None
-        rel = os.path.relpath(os.path.realpath(host_cwd), os.path.realpath(self.workspace))
-        return self.opts.workspace_path if rel == "." else f"{self.opts.workspace_path.rstrip('/')}/{rel}"
+    def inside(self, rel: str) -> str:
+        """The isolated side's path of a folder given by its path from the workspace root."""
+        rel = rel.strip("/")
+        return self.opts.workspace_path if rel in ("", ".") else f"{self.opts.workspace_path.rstrip('/')}/{rel}"
 
     # ---- files -----------------------------------------------------------------------------
 
     def _own(self, path: Path) -> None:
+        """Hand a folder the host just made for the sandbox (home, tmp) to the sandbox's uid."""
         if self.file_owner is not None:
-            os.lchown(path, self.file_owner, self.file_owner)
-
-    def _write_sync(self, path: str, data: bytes, executable: bool = False) -> None:
-        super()._write_sync(path, data, executable)
-        if self.file_owner is None:
-            return
-        assert self.workspace is not None
-        ws = Path(os.path.realpath(self.workspace))
-        node = self._path(path)
-        while node != ws and ws in node.parents:  # the file and the folders created for it
-            if node.lstat().st_uid != self.file_owner:
-                self._own(node)
-            node = node.parent
-
-    async def inject_hidden(self, files: list[File]) -> str:
-        where = await super().inject_hidden(files)
-        assert self.hidden_dir is not None
-        for dirpath, _dirnames, filenames in os.walk(self.hidden_dir):
-            os.chmod(dirpath, 0o755)
-            for name in filenames:
-                p = Path(dirpath) / name
-                p.chmod(0o755 if p.stat().st_mode & 0o100 else 0o644)
-        return where
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                os.fchown(fd, self.file_owner, self.file_owner)
+            finally:
+                os.close(fd)
 
     def base_env(self) -> dict[str, str]:
         env = super().base_env()

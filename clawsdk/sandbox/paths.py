@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import posixpath
-from pathlib import Path
 
 from clawsdk.errors import PathEscapeError
 
@@ -22,15 +20,3 @@ def normalize_relative(path: str) -> str:
     if norm == ".." or norm.startswith("../"):
         raise PathEscapeError(f"path {path!r} leaves the workspace")
     return norm
-
-
-def resolve_inside(root: Path, path: str, *, allow_root: bool = False) -> Path:
-    """Resolve `path` under `root`, following symlinks, and refuse anything that lands outside."""
-    rel = "." if allow_root and path in ("", ".", "./") else normalize_relative(path)
-    root_real = Path(os.path.realpath(root))
-    target = Path(os.path.realpath(root_real / rel))
-    if target != root_real and root_real not in target.parents:
-        raise PathEscapeError(f"path {path!r} resolves outside the workspace (through a symlink?)")
-    if target == root_real and not allow_root and rel != ".":
-        raise PathEscapeError(f"path {path!r} is the workspace itself")
-    return target

@@ -11,7 +11,7 @@ uid (``host_uid``) rather than root mapped to a user, so process limits hold and
 lands as nobody; and each sandbox root is its own tmpfs of ``disk_mb``, so filling the disk
 fills only that. Without root, the kernel enforces the rest; the disk quota is then per file.
 
-File tools act on the host folder (confined by clawsdk.sandbox.paths), so only exec changes.
+File tools act on the host folder through descriptors (clawsdk.sandbox.safefs), so only exec changes.
 """
 
 from __future__ import annotations
@@ -212,7 +212,8 @@ class BwrapSandbox(IsolatedHostDirSandbox):
         args += ["--bind", str(self.home), o.home, "--bind", str(self.workspace), o.workspace_path]
         if self.hidden_dir is not None:
             args += ["--ro-bind", str(self.hidden_dir), o.hidden_path]
-        args += ["--chdir", self.inside(cwd), "--", "prlimit", *o.prlimit_args(self._timeout), "--", *argv]
+        # exec resolved cwd inside the workspace; the host path is only ever taken apart lexically here
+        args += ["--chdir", self.inside(os.path.relpath(cwd, self.workspace)), "--", "prlimit", *o.prlimit_args(self._timeout), "--", *argv]
         if self.host_uid is not None:
             args = _setpriv(self.host_uid) + args
         return args, "/", env

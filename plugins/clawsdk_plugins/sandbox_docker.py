@@ -3,7 +3,7 @@
 Files go in and out through bind mounts of the sandbox's host folders, not put_archive /
 get_archive: the file tools then cost what they cost on a local folder (no API round trip
 per read, no tar per write), keep the same path confinement, and files the verifier writes
-are on the host at once. The container's own file system is read-only; what a command can
+are on the host at once. The host side reaches them through descriptors (clawsdk.sandbox.safefs). The container's own file system is read-only; what a command can
 write is the workspace and home (as root, a tmpfs of `disk_mb` on the host), a sized /tmp,
 and nothing else, so filling the disk fills only the quota.
 
@@ -217,7 +217,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
         if self.container is None or self._closed:
             raise SandboxError("sandbox is not running")
         argv = ["bash", "-c", command] if isinstance(command, str) else list(command)
-        workdir = self.inside(str(self._path(cwd, allow_root=True))) if cwd else self.opts.workspace_path
+        workdir = self.inside(self.cwd_of(cwd))
         full_env = self.base_env() | (env or {})
         # `timeout` puts the command in a process group of its own and kills it on time; when the command
         # ends, what it left in that group goes too (as under local and bwrap); prlimit caps each process

@@ -1,8 +1,14 @@
-"""Which isolating backends can run here; a test skips with the reason when one cannot."""
+"""Which isolating backends can run here; a test skips with the reason when one cannot.
+
+In CI (``CI=true``) bubblewrap and dockerd are installed on purpose, so a backend that cannot
+run is a broken machine, not a reason to skip: the isolation tests would pass by proving
+nothing. There the test fails with the reason instead.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 
@@ -20,7 +26,15 @@ def why_unavailable(backend: str) -> str | None:
     return None
 
 
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
 def skip_unless_available(backend: str) -> None:
+    """Skip (fail, in CI) a test whose backend cannot run on this machine."""
     why = why_unavailable(backend)
     if why:
-        pytest.skip(f"{backend} sandbox cannot run here: {why}")
+        message = f"{backend} sandbox cannot run here: {why}"
+        if in_ci():
+            pytest.fail(f"{message} (CI=true: an isolation test must run, not skip)", pytrace=False)
+        pytest.skip(message)

@@ -1,0 +1,416 @@
+"""File operations on a host folder that the sandbox can change while we use it.
+
+The workspace is shared with code we do not trust: while a file tool runs on the host (as
+root), a command in the sandbox may swap a folder for a symlink to ``/`` (``renameat2`` with
+``RENAME_EXCHANGE`` in a loop). Checking a path and then opening it again by name loses
+that race. So a `Tree` never uses a name twice: it opens the root as a descriptor, walks the
+path one component at a time with ``O_NOFOLLOW`` relative to the descriptor it holds, and
+acts on the descriptors it opened (``fstat``, ``fchown``, ``fchmod``, ``mkdir``/``rename``
+relative to a folder descriptor). A raced swap then makes the call fail, never leave the root.
+
+Policy, chosen so agents keep the symlinks they legitimately make:
+
+- A symlink (in the middle or at the end of a path) is followed only by walking its target
+  again from the folder that holds it, or from the root for an absolute target that names
+  the root as the sandbox sees it (``aliases``, e.g. ``/root/.openclaw/workspace``); ``..``
+  is undone on our own stack of descriptors, so it can never climb above the root. Any
+  other absolute target, a ``..`` above the root or more than `MAX_HOPS` links is
+  `PathEscapeError`. A dangling link to a path inside is created there on write.
+- Only regular files are read or written. Files are opened ``O_NONBLOCK``, so a fifo or a
+  device node planted as a file is refused after ``fstat`` instead of hanging the host.
+- A write never modifies an inode that has another name (``st_nlink > 1``): a hardlink could
+  tie it to a file outside the workspace, so the file is replaced by a new one, renamed into
+  place within the folder. A file with one name is rewritten in place (cheaper, keeps its
+  inode for commands that hold it open).
+- What a write creates (the file, the folders for it) is handed to ``owner`` on the
+  descriptor; nothing that existed before is chowned, and no parent is touched by name.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from clawsdk.errors import PathEscapeError
+from clawsdk.sandbox.paths import normalize_relative
+
+#: symlinks followed in one path, as the kernel's own limit
+MAX_HOPS = 40
+#: how many times an operation re-walks a path that changed under it before it gives up
+MAX_RETRIES = 8
+#: a recursive listing stops descending this deep
+MAX_DEPTH = 256
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+O_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC
+O_WRITE = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | _CLOEXEC
+
+
+class _Changed(Exception):
+    """The last component turned into a symlink between the walk and the open: walk again."""
+
+
+@dataclass
+class Node:
+    path: str
+    is_dir: bool
+    size: int
+
+
+@dataclass
+class _Spot:
+    """Where a walk ended: the folder descriptor holding `name`; name '' when `fd` is the folder itself."""
+
+    fd: int
+    name: str
+    rel: str  # the resolved path of `name` from the root
+
+
+class Tree:
+    """A folder on the host, reached only through descriptors. See the module for the policy."""
+
+    def __init__(self, root: Path | str, *, aliases: tuple[str, ...] | list[str] = (), owner: int | None = None,
+                 mode: int | None = None, what: str = "workspace"):
+        self.root = str(root)
+        self.mode = mode  # every file written gets this mode (0o755 when executable); None: as created
+        self.aliases = tuple(a.rstrip("/") for a in aliases if a and a.rstrip("/"))
+        self.owner = owner
+        self.what = what
+
+    # ---- the walk --------------------------------------------------------------------------
+
+    def _split(self, path: str, allow_root: bool) -> list[str]:
+        if allow_root and path in ("", ".", "./"):
+            return []
+        norm = normalize_relative(path)
+        if norm == ".":
+            raise PathEscapeError(f"path {path!r} is the {self.what} itself")
+        return norm.split("/")
+
+    def _target_parts(self, path: str, target: str) -> tuple[bool, list[str]]:
+        """(from the root?, components) of a symlink's target; an absolute one must name the root."""
+        if not target.startswith("/"):
+            return False, target.split("/")
+        for alias in self.aliases:
+            if target == alias or target.startswith(alias + "/"):
+                return True, target[len(alias):].split("/")
+        raise PathEscapeError(f"path {path!r} leads outside the {self.what} (a symlink to {target!r})")
+
+    def _walk(self, path: str, *, allow_root: bool = False, make_parents: bool = False,
+              follow_last: bool = True) -> _Spot:
+        """Walk `path` from a fresh root descriptor; the caller closes the returned `fd`."""
+        parts = deque(self._split(path, allow_root))
+        try:
+            root_fd = os.open(self.root, O_DIR)
+        except OSError as e:
+            raise OSError(e.errno, f"the {self.what} is gone ({e.strerror})") from None
+        stack: list[tuple[int, str]] = [(root_fd, "")]
+        hops = 0
+        try:
+            while parts:
+                name = parts.popleft()
+                if name in ("", "."):
+                    continue
+                if name == "..":
+                    if len(stack) == 1:
+                        raise PathEscapeError(f"path {path!r} leads outside the {self.what}")
+                    os.close(stack.pop()[0])
+                    continue
+                here = stack[-1][0]
+                if not parts:  # the last component: walked further only if it is a symlink to follow
+                    link = _readlink(here, name) if follow_last else None
+                    if link is None:
+                        fd, rel = stack.pop()
+                        return _Spot(fd, name, f"{rel}/{name}" if rel else name)
+                else:
+                    try:
+                        fd = os.open(name, O_DIR, dir_fd=here)
+                    except FileNotFoundError:
+                        if not make_parents:
+                            raise FileNotFoundError(errno.ENOENT, f"no such file or folder: {path}") from None
+                        fd = self._mkdir(here, name)
+                        if fd is None:  # raced: something else appeared there; look again
+                            hops += 1
+                            if hops > MAX_HOPS:
+                                raise PathEscapeError(f"path {path!r} keeps changing while it is used")
+                            parts.appendleft(name)
+                            continue
+                        link = None
+                    except OSError as e:
+                        if e.errno not in (errno.ENOTDIR, errno.ELOOP):
+                            raise
+                        link = _readlink(here, name)
+                        if link is None:
+                            raise NotADirectoryError(errno.ENOTDIR, f"{path}: {name!r} is not a folder") from None
+                    else:
+                        link = None
+                    if link is None:
+                        rel = stack[-1][1]
+                        stack.append((fd, f"{rel}/{name}" if rel else name))
+                        continue
+                hops += 1
+                if hops > MAX_HOPS:
+                    raise PathEscapeError(f"path {path!r}: more than {MAX_HOPS} symlinks")
+                from_root, more = self._target_parts(path, link)
+                if from_root:
+                    while len(stack) > 1:
+                        os.close(stack.pop()[0])
+                parts.extendleft(reversed(more))
+            # the walk ended on a folder itself (the root, or a link to a folder): hand over its descriptor
+            fd, rel = stack.pop()
+            return _Spot(fd, "", rel)
+        finally:
+            for fd, _ in stack:
+                os.close(fd)
+
+    def _mkdir(self, parent: int, name: str) -> int | None:
+        try:
+            os.mkdir(name, 0o755, dir_fd=parent)
+        except FileExistsError:
+            return None
+        try:
+            fd = os.open(name, O_DIR, dir_fd=parent)
+        except OSError:
+            return None
+        os.fchmod(fd, 0o755)  # whatever the umask
+        if self.owner is not None:
+            os.fchown(fd, self.owner, self.owner)
+        return fd
+
+    def _retry(self, path: str, op):
+        for _ in range(MAX_RETRIES):
+            try:
+                return op()
+            except _Changed:
+                continue
+        raise PathEscapeError(f"path {path!r} keeps changing while it is used (a symlink swapped in?)")
+
+    # ---- operations ------------------------------------------------------------------------
+
+    def read(self, path: str) -> bytes:
+        """The bytes of a regular file; IsADirectoryError, FileNotFoundError, PathEscapeError name `path`."""
+
+        def once() -> bytes:
+            spot = self._walk(path, allow_root=True)
+            try:
+                if not spot.name:
+                    raise IsADirectoryError(errno.EISDIR, f"{path} is a folder")
+                fd = _open(spot, O_READ, path)
+            finally:
+                os.close(spot.fd)
+            try:
+                st = os.fstat(fd)
+                _regular(st, path)
+                chunks = []
+                while True:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        return b"".join(chunks)
+                    chunks.append(chunk)
+            finally:
+                os.close(fd)
+
+        return self._retry(path, once)
+
+    def write(self, path: str, data: bytes, *, executable: bool = False) -> None:
+        """Create or overwrite a regular file, and the folders for it."""
+
+        def once() -> None:
+            spot = self._walk(path, make_parents=True)
+            try:
+                if not spot.name:
+                    raise IsADirectoryError(errno.EISDIR, f"{path} is a folder")
+                fd = _open(spot, O_WRITE, path, mode=0o644)
+                try:
+                    st = os.fstat(fd)
+                    _regular(st, path)
+                    if st.st_nlink > 1:
+                        os.close(fd)
+                        fd = -1
+                        self._replace(spot, data, st, executable)
+                        return
+                    os.ftruncate(fd, 0)
+                    _write_all(fd, data)
+                    if self.owner is not None and (st.st_uid, st.st_gid) != (self.owner, self.owner):
+                        os.fchown(fd, self.owner, self.owner)
+                    if executable or self.mode is not None:
+                        os.fchmod(fd, 0o755 if executable else self.mode)
+                finally:
+                    if fd >= 0:
+                        os.close(fd)
+            finally:
+                os.close(spot.fd)
+
+        self._retry(path, once)
+
+    def _replace(self, spot: _Spot, data: bytes, old: os.stat_result, executable: bool) -> None:
+        tmp = f".{spot.name[:200]}.clawsdk-{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, 0o600, dir_fd=spot.fd)
+        try:
+            try:
+                _write_all(fd, data)
+                os.fchmod(fd, 0o755 if executable else self.mode or stat.S_IMODE(old.st_mode) & 0o777)
+                if self.owner is not None:
+                    os.fchown(fd, self.owner, self.owner)
+            finally:
+                os.close(fd)
+            os.rename(tmp, spot.name, src_dir_fd=spot.fd, dst_dir_fd=spot.fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=spot.fd)
+            except OSError:
+                pass
+            raise
+
+    def resolve_dir(self, path: str | None) -> str:
+        """The resolved path (from the root, '' for the root) of a folder, or the contract's errors."""
+        if not path:
+            return ""
+
+        def once() -> str:
+            spot = self._walk(path, allow_root=True)
+            try:
+                if spot.name:
+                    os.close(_open(spot, O_DIR, path))
+                return spot.rel
+            finally:
+                os.close(spot.fd)
+
+        return self._retry(path, once)
+
+    def list(self, path: str = ".", *, recursive: bool = False) -> list[Node]:
+        """Entries of a folder (paths from the root, as resolved); symlinks are listed, never followed."""
+
+        def once() -> list[Node]:
+            spot = self._walk(path, allow_root=True)
+            try:
+                fd = os.dup(spot.fd) if not spot.name else _open(spot, O_DIR, path)
+            finally:
+                os.close(spot.fd)
+            out: list[Node] = []
+            try:
+                _scan(fd, spot.rel, recursive, out, 0)
+            finally:
+                os.close(fd)
+            return out
+
+        return self._retry(path, once)
+
+    def exists(self, path: str) -> bool:
+        """Whether `path` names anything (a dangling symlink counts), without following its last link."""
+        try:
+            spot = self._walk(path, follow_last=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        try:
+            os.stat(spot.name, dir_fd=spot.fd, follow_symlinks=False)
+            return True
+        except FileNotFoundError:
+            return False
+        finally:
+            os.close(spot.fd)
+
+    def move_aside(self, path: str, suffix: str = "agent") -> str | None:
+        """Rename whatever `path` names (file, folder, symlink: not followed) to a fresh name next to it.
+
+        Returns the new path, or None if there was nothing. This is how the host takes back a
+        name the sandbox must not own (hidden files written where the agent planted its own).
+        """
+        try:
+            spot = self._walk(path, follow_last=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        try:
+            new = f"{spot.name}.{suffix}-{secrets.token_hex(3)}"
+            try:
+                os.rename(spot.name, new, src_dir_fd=spot.fd, dst_dir_fd=spot.fd)
+            except FileNotFoundError:
+                return None
+            parent = spot.rel.rpartition("/")[0]
+            return f"{parent}/{new}" if parent else new
+        finally:
+            os.close(spot.fd)
+
+
+def _readlink(dir_fd: int, name: str) -> str | None:
+    """The target if `name` is a symlink in `dir_fd`, else None (also when it does not exist)."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError as e:
+        if e.errno in (errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _open(spot: _Spot, flags: int, path: str, mode: int = 0o644) -> int:
+    try:
+        return os.open(spot.name, flags, mode, dir_fd=spot.fd)
+    except OSError as e:
+        if e.errno == errno.ELOOP or (e.errno == errno.ENOTDIR and flags & os.O_DIRECTORY
+                                      and _readlink(spot.fd, spot.name) is not None):
+            raise _Changed from None
+        if e.errno == errno.ENOENT:
+            raise FileNotFoundError(errno.ENOENT, f"no such file or folder: {path}") from None
+        if e.errno == errno.EISDIR:
+            raise IsADirectoryError(errno.EISDIR, f"{path} is a folder") from None
+        if e.errno == errno.ENOTDIR:
+            raise NotADirectoryError(errno.ENOTDIR, f"{path} is not a folder") from None
+        if e.errno == errno.ENXIO:  # a fifo with no reader, opened to write
+            raise OSError(errno.EINVAL, f"{path} is not a regular file") from None
+        raise OSError(e.errno, f"{path}: {e.strerror}") from None
+
+
+def _regular(st: os.stat_result, path: str) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, f"{path} is a folder")
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, f"{path} is not a regular file (a fifo, socket or device): refused")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _scan(fd: int, rel: str, recursive: bool, out: list[Node], depth: int) -> None:
+    """os.walk's order (a folder's folders, then its files, sorted; then each sub-folder) over descriptors."""
+    with os.scandir(fd) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    dirs, files = [], []
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue  # gone meanwhile
+        (dirs if stat.S_ISDIR(st.st_mode) else files).append((e.name, st))
+    prefix = f"{rel}/" if rel else ""
+    if not recursive:
+        out.extend(Node(prefix + name, stat.S_ISDIR(st.st_mode), 0 if stat.S_ISDIR(st.st_mode) else st.st_size)
+                   for name, st in entries_sorted(dirs, files))
+        return
+    out.extend(Node(prefix + name, True, 0) for name, _ in dirs)
+    out.extend(Node(prefix + name, False, st.st_size) for name, st in files)
+    if depth >= MAX_DEPTH:
+        return
+    for name, _ in dirs:
+        try:
+            sub = os.open(name, O_DIR, dir_fd=fd)
+        except OSError:
+            continue  # swapped for a symlink or removed meanwhile: not ours to follow
+        try:
+            _scan(sub, prefix + name, True, out, depth + 1)
+        finally:
+            os.close(sub)
+
+
+def entries_sorted(dirs: list, files: list) -> list:
+    """One folder's entries by name, as a plain listing shows them."""
+    return sorted(dirs + files, key=lambda x: x[0])
