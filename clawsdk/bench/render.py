@@ -110,7 +110,9 @@ def terminal(r: dict, console: Console | None = None) -> None:
 
     cols = _metric_columns(r, compact=True)
     table = Table(title="scores (%; 95% CI over tasks in brackets)", title_justify="left")
-    table.add_column("category", no_wrap=True, max_width=28, overflow="ellipsis")
+    # on a terminal long names are cut to keep the table on screen; in a file or pipe they stay whole
+    cut = console.is_terminal
+    table.add_column("category", no_wrap=True, max_width=28 if cut else None, overflow="ellipsis")
     table.add_column("tasks", justify="right")
     for name, _ in cols:
         table.add_column(name, justify="right")
@@ -127,7 +129,7 @@ def terminal(r: dict, console: Console | None = None) -> None:
         more = len(r["subscores"]) - len(shown)
         sub = Table(title="sub-scores (mean over the tasks that have them, %)", title_justify="left",
                     caption=f"{more} more in the Markdown/HTML report" if more else None)
-        sub.add_column("sub-score", max_width=48, overflow="ellipsis", no_wrap=True)
+        sub.add_column("sub-score", max_width=48 if cut else None, overflow="ellipsis", no_wrap=True)
         sub.add_column("tasks", justify="right")
         sub.add_column("mean", justify="right")
         for name, e in shown:

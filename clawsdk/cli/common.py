@@ -3,18 +3,40 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
 from clawsdk.errors import ClawError
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+#: the width of output that goes to a file or a pipe: tables fit their content, ids are never cut
+PIPE_WIDTH = 1000
+
+
+class FitConsole(Console):
+    """A rich Console that, writing to something other than a terminal (a pipe, a file, a CI log),
+    is as wide as its content needs instead of 80 columns, so tables keep whole ids that can be
+    copied. $COLUMNS still sets the width."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = Console.size.fget(self)
+        if self._width is None and not self.is_terminal and not os.environ.get("COLUMNS"):
+            return ConsoleDimensions(PIPE_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)
+
+
+console = FitConsole(highlight=False)
+err_console = FitConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def db_option(fn: Callable) -> Callable:

@@ -171,7 +171,7 @@ def select_command(db, as_json, show, **rules):
     for c in rows:
         t = c.trajectory
         table.add_row(
-            c.rollout_id[:10],
+            c.rollout_id,
             escape(c.rollout["task_id"]),
             escape(str(c.rollout.get("agent"))),
             "-" if c.reward is None else f"{c.reward:.2f}",

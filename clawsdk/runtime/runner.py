@@ -149,7 +149,9 @@ async def run(
             await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
                              samples=samples, config={"agent": agent_name, "agent_options": agent_options or {},
                                                       "sandbox": sandbox, "samples": samples,
-                                                      "concurrency": concurrency, "retries": retries})
+                                                      "concurrency": concurrency, "retries": retries,
+                                                      # what progress counts against (`clawsdk watch`)
+                                                      "planned": len(tasks) * samples})
             for task in {t.hash: t for t in tasks}.values():
                 await writer.put("upsert_task", task=task)
             for err in task_errors:

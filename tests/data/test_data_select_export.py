@@ -318,3 +318,16 @@ def test_an_empty_export_says_which_rule_left_nothing_and_writes_nothing(store_p
         assert store.query("SELECT COUNT(*) AS n FROM datasets")[0]["n"] == 0
     res = runner.invoke(cli_main, ["data", "select", "--db", str(store_path), "--min-reward", "2"])
     assert res.exit_code == 0 and "nothing kept: no rollout passed the selection rules" in " ".join(res.output.split())
+
+
+def test_tables_keep_whole_ids_when_not_on_a_terminal(store_path, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    _add_plugin_commands()
+    runner = CliRunner()
+    ledger = json.loads(runner.invoke(cli_main, ["data", "select", "--db", str(store_path), "--json"]).output)
+    res = runner.invoke(cli_main, ["data", "select", "--db", str(store_path), "--min-reward", "-1"])
+    assert res.exit_code == 0, res.output
+    for r in ledger["rollouts"]:  # every id whole, on one line, so it can be copied
+        assert r["rollout_id"] in res.output and len(r["rollout_id"]) == 16
+    assert "…" not in res.output
+    assert any(len(line) > 80 for line in res.output.splitlines())  # the 80-column default no longer squeezes

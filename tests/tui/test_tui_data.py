@@ -184,3 +184,24 @@ def test_filter_and_sort_rows():
     assert ids(rowsel.select(rows, text="OUT OF TIME")) == ["b"]
     assert ids(rowsel.select(rows, sort="reward", reverse=True)) == ["a", "b", "c"]  # no reward stays last
     assert ids(rowsel.select(rows, sort="reward")) == ["b", "a", "c"]
+
+
+def test_progress_counts_the_rollouts_planned_not_only_those_started(tmp_path):
+    from clawsdk.runtime.runner import run_sync
+    from clawsdk.tasks.model import Task, VerifierSpec
+
+    # the runner records what it plans: 4 tasks x 2 samples
+    db = tmp_path / "real.db"
+    tasks = [Task(id=f"t{i}", instruction="Write ok into a.txt.", tools=["core"],
+                  verifier=VerifierSpec(checks=[{"type": "file_exists", "path": "a.txt"}]),
+                  solution=[{"tool": "write", "args": {"path": "a.txt", "content": "ok"}}]) for i in range(4)]
+    run_sync(tasks, agent="oracle", sandbox="local", samples=2, run_id="planned", db=db)
+    assert json.loads(sqlite3.connect(db).execute("SELECT config FROM runs").fetchone()[0])["planned"] == 8
+    assert StoreReader(db).runs()[0].total == 8
+    # a run still starting rollouts: 40 started of 56 planned reads 56, not 40
+    synthetic = tmp_path / "store.db"
+    small_store(synthetic)
+    conn = sqlite3.connect(synthetic)
+    conn.execute("UPDATE runs SET config = json_set(config, '$.planned', 56)")
+    conn.commit()
+    assert StoreReader(synthetic).runs()[0].total == 56

@@ -149,7 +149,7 @@ class StoreReader:
     def runs(self) -> list[RunSummary]:
         rows = self._all(
             """SELECT r.id, r.status, r.agent, r.sandbox, r.samples, r.created_at,
-                      COUNT(o.id) AS total,
+                      MAX(COUNT(o.id), COALESCE(json_extract(r.config, '$.planned'), 0)) AS total,
                       COALESCE(SUM(o.status = 'finished'), 0) AS finished,
                       COALESCE(SUM(o.status IN ('running', 'retrying')), 0) AS running,
                       COALESCE(SUM(o.scored = 1 AND o.status = 'finished'), 0) AS scored,
