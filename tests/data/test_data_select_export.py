@@ -322,7 +322,6 @@ def test_an_empty_export_says_which_rule_left_nothing_and_writes_nothing(store_p
 
 def test_tables_keep_whole_ids_when_not_on_a_terminal(store_path, monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
-    _add_plugin_commands()
     runner = CliRunner()
     ledger = json.loads(runner.invoke(cli_main, ["data", "select", "--db", str(store_path), "--json"]).output)
     res = runner.invoke(cli_main, ["data", "select", "--db", str(store_path), "--min-reward", "-1"])
