@@ -12,6 +12,8 @@ The reward scripts name the workspace by its absolute mount path (``/root/.openc
 At scoring time the verifier writes ``reward/`` into the workspace, where the scripts expect it,
 and, when the sandbox's workspace is somewhere else (the local sandbox), rewrites that path in
 the copies to the sandbox's own workspace path, so nothing ever touches the host's ``/root``.
+Whatever the agent left at ``reward`` (a file, a folder, a symlink) is moved aside first, so
+it can neither block the scripts (which would leave the rollout unscored) nor redirect them.
 """
 
 from __future__ import annotations
@@ -498,13 +500,16 @@ class ClawGymVerifier(Verifier):
             raise VerifierError(f"task {ctx.task.id}: {spec.script} is not among its hidden files")
         ws = sandbox.workspace_path.rstrip("/")
         mount = spec.mount_dir.rstrip("/")
-        written = []
+        written: list[str] = []
         started = time.perf_counter()
         try:
-            for f in files:
-                # where the authors' harness puts reward/: inside the workspace
-                await sandbox.write(f.path, _rewrite(f.data, mount, ws), executable=f.executable)
-                written.append(f.path)
+            planted, blocked = await self._place(sandbox, files, mount, ws, written)
+            if blocked:
+                # the agent's own entries (or processes still changing them) stood in the way: its failure
+                reason = f"scored 0: the agent's files at {self.reward_dir or spec.script} kept the reward scripts " \
+                         f"out ({blocked})"
+                await ctx.recorder.record("verifier", {"check": spec.script, "score": 0.0, "detail": reason})
+                return Verdict(verifier=self.name, score=0.0, passed=False, detail=reason[:4000])
             result = await sandbox.exec(["bash", spec.script], timeout=spec.timeout_s)
             await ctx.recorder.record(
                 "sandbox_exec",
@@ -536,10 +541,30 @@ class ClawGymVerifier(Verifier):
                 await self._remove(sandbox, written)
         final = 0.0 if score is None else score
         reason = why if score is not None else f"scored 0: {why}"
+        if planted:
+            reason += f"; the agent's {planted}"
         await ctx.recorder.record("verifier", {"check": spec.script, "score": final, "detail": reason})
         detail = reason + (f"; {note}" if note else "")
         return Verdict(verifier=self.name, score=final, passed=final >= spec.pass_threshold - 1e-9,
                        subscores=subs, detail=detail[:4000])
+
+    async def _place(self, sandbox: Any, files: list[File], mount: str, ws: str,
+                     written: list[str]) -> tuple[str, str]:
+        """Write the reward files where the scripts expect them: (what was moved aside, why it failed)."""
+        tops = [self.reward_dir.split("/")[0]] if self.reward_dir else [f.path for f in files]
+        moved = []
+        for top in tops:
+            aside = await sandbox.move_aside(top)
+            if aside:
+                moved.append(f"{top} was moved aside to {aside}")
+        try:
+            for f in files:
+                # where the authors' harness puts reward/: inside the workspace
+                await sandbox.write(f.path, _rewrite(f.data, mount, ws), executable=f.executable)
+                written.append(f.path)
+        except (ValueError, OSError) as e:  # PathEscapeError is a ValueError: a link swapped back in
+            return "; ".join(moved), f"{type(e).__name__}: {e}"
+        return "; ".join(moved), ""
 
     async def _remove(self, sandbox: Any, paths: list[str]) -> None:
         """Take reward/ out of the workspace again (a judge or a later reader must not see it)."""

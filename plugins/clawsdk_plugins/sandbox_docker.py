@@ -127,8 +127,12 @@ class DockerSandbox(IsolatedHostDirSandbox):
         if self.privileged:
             self.file_owner = self.opts.uid  # no user-namespace remap: the container's uid is the host's
             self.user = f"{self.opts.uid}:{self.opts.gid}"
+            # the process that keeps the container up runs as another uid (root without capabilities), so
+            # the agent's `kill -9 -1` stops only its own processes, never the container under it
+            self.keeper = "0:0"
         else:  # you cannot give files away: the container runs as you
             self.user = f"{os.getuid()}:{os.getgid()}"
+            self.keeper = self.user
         self.container: Any = None
         self.client: Any = None
 
@@ -165,10 +169,10 @@ class DockerSandbox(IsolatedHostDirSandbox):
         if o.file_mb:
             ulimits.append(docker.types.Ulimit(name="fsize", soft=o.file_mb * MIB, hard=o.file_mb * MIB))
         kwargs: dict[str, Any] = dict(
-            image=o.image, command=["sleep", "infinity"], detach=True, init=True,
+            image=o.image, command=["sleep", "infinity"], detach=True, init=True, user=self.keeper,
             name=f"clawsdk-{self.root.name}-{uuid.uuid4().hex[:4]}", hostname="sandbox", labels=self.labels(),
             network_mode="bridge" if o.network else "none", read_only=True, tmpfs=tmpfs, volumes=volumes,
-            user=self.user, cap_drop=["ALL"], security_opt=["no-new-privileges"], ulimits=ulimits,
+            cap_drop=["ALL"], security_opt=["no-new-privileges"], ulimits=ulimits,
             working_dir=o.workspace_path, environment={"LANG": "C.UTF-8"},
         )
         if o.mem_mb:
@@ -210,6 +214,13 @@ class DockerSandbox(IsolatedHostDirSandbox):
             await blocking(remove)
         except Exception:  # noqa: BLE001 - the sweep gets it next time
             log.exception("could not remove container %s", container.name)
+
+    async def inject_hidden(self, files):
+        # the agent's turn is over: a process it left running (setsid escapes an exec's group) must not
+        # change the workspace, or the reward scripts written into it, while it is scored
+        if self.container is not None:
+            await self._kill_all()
+        return await super().inject_hidden(files)
 
     # ---- commands --------------------------------------------------------------------------
 

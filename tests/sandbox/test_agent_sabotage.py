@@ -1,0 +1,122 @@
+"""What the agent does is the agent's: junk it leaves where the reward scripts go, or a `kill -9 -1`,
+ends scored (with the reason recorded), never unscored; a sandbox broken from outside stays unscored."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+import pytest
+from sandbox_backends import skip_unless_available
+
+from clawsdk import Store, run_sync
+from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.tasks.sources import load_tasks
+from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.clawgym import REWARD_SH
+
+BACKENDS = ["local", "bwrap", "docker"]
+
+
+def clawgym_task(root: Path):
+    folder = root / "task_sabotage"
+    (folder / "input_files").mkdir(parents=True)
+    (folder / "input_files" / "notes.txt").write_text("hello\n")
+    (folder / "reward").mkdir()
+    (folder / "reward" / "reward.sh").write_text(REWARD_SH)
+    (folder / "reward" / "check.py").write_text(
+        "import json, os, sys\n"
+        "p = os.path.join(sys.argv[1], 'answer.txt')\n"
+        "print(json.dumps({'answer': float(os.path.exists(p) and open(p).read().strip() == '42')}))\n")
+    (folder / "data_entry.json").write_text(json.dumps(
+        {"task_id": "task_sabotage", "user_query": "Write 42 to answer.txt", "metadata": {"grading_type": "automated"}}))
+    (task,) = load_tasks(f"clawgym:{folder}").tasks
+    return task
+
+
+def answer(text: str = "42") -> dict:
+    return {"tool": "write", "args": {"path": "answer.txt", "content": text}}
+
+
+def run_one(task, agent, db, backend):
+    [o] = run_sync([task], agent=agent, db=db, sandbox=backend, retries=1, backoff_s=0.01).outcomes
+    with Store(db) as store:
+        rows = store.query("SELECT detail FROM verdicts WHERE rollout_id = ?", [o.rollout_id])
+    return o, (rows[-1]["detail"] if rows else "")
+
+
+@pytest.fixture
+def outside():
+    folder = Path("/tmp") / f"clawsdk-sabotage-{secrets.token_hex(4)}"
+    folder.mkdir()
+    folder.chmod(0o777)
+    yield folder
+    for p in folder.rglob("*"):
+        if p.is_file():
+            p.unlink()
+    for p in sorted(folder.rglob("*"), reverse=True):
+        p.rmdir()
+    folder.rmdir()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("junk", ["file", "folder", "symlink-root", "symlink-out"])
+def test_junk_at_reward_is_moved_aside_and_the_rollout_is_scored(backend, junk, tmp_path, outside):
+    skip_unless_available(backend)
+    task = clawgym_task(tmp_path)
+    plant = {
+        "file": {"tool": "write", "args": {"path": "reward", "content": "mine"}},
+        "folder": {"tool": "write", "args": {"path": "reward/reward.sh", "content": "echo 1\n"}},
+        "symlink-root": {"tool": "exec", "args": {"command": "ln -s / reward"}},
+        "symlink-out": {"tool": "exec", "args": {"command": f"ln -s {outside} reward"}},
+    }[junk]
+    # one agent earns its score, one earns nothing: both are scored, the junk changes neither
+    for calls, expected in (([answer(), plant], 1.0), ([answer("41"), plant], 0.0)):
+        o, detail = run_one(task, ScriptedAgent(calls), tmp_path / f"{junk}-{expected}.db", backend)
+        assert o.kind.value == "ok" and o.reward == expected, (o, detail)
+        assert "reward was moved aside to reward.agent-" in detail, detail
+    assert list(outside.iterdir()) == [], "the reward scripts were written through the agent's symlink"
+
+
+class _Steps(Agent):
+    """Tool calls, with a callback on the sandbox in between (what the infrastructure might do)."""
+
+    name = "steps"
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    async def run(self, ctx: AgentContext) -> None:
+        for step in self.steps:
+            if callable(step):
+                await step(ctx.sandbox)
+            else:
+                await ctx.tools.call(step["tool"], step["args"])
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_the_agents_kill_of_everything_is_its_own_and_scored(backend, tmp_path):
+    skip_unless_available(backend)
+    if backend == "docker" and os.geteuid() != 0:
+        pytest.skip("without root the container's keeper runs as the agent's uid (documented)")
+    task = clawgym_task(tmp_path)
+    kill = {"tool": "exec", "args": {"command": "kill -9 -1; sleep 1; echo survived"}}
+    for calls, expected in (([kill, answer(), kill], 1.0), ([kill], 0.0)):
+        o, detail = run_one(task, ScriptedAgent(calls), tmp_path / f"kill-{expected}.db", backend)
+        assert o.kind.value == "ok" and o.reward == expected, (o, detail)
+
+
+def test_a_container_removed_from_outside_is_unscored(tmp_path):
+    skip_unless_available("docker")
+    task = clawgym_task(tmp_path)
+
+    async def remove(sandbox):
+        import anyio
+
+        await anyio.to_thread.run_sync(lambda: sandbox.container.remove(force=True))
+
+    agent = _Steps([answer(), remove, {"tool": "exec", "args": {"command": "echo still here"}}])
+    o, _ = run_one(task, agent, tmp_path / "infra.db", "docker")
+    assert o.kind.value == "sandbox_error" and o.reward is None, o
