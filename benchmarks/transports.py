@@ -98,7 +98,7 @@ async def serve_inproc(n: int, task: Task, db: Path) -> tuple[float, list[float]
     from clawsdk.mcp.serve import ServeConfig, hosting
 
     t = time.perf_counter()
-    async with hosting(ServeConfig(task=task, db=db, run_id="bench-inproc")) as host:
+    async with hosting(ServeConfig(task=task, db=db, run_id="bench-inproc", sandbox="local")) as host:
         async with Client(host.server(), mode="legacy") as c:
             await c.list_tools()
             connect = time.perf_counter() - t
@@ -108,7 +108,8 @@ async def serve_inproc(n: int, task: Task, db: Path) -> tuple[float, list[float]
 
 
 async def stdio(n: int, folder: Path, db: Path) -> tuple[float, list[float]]:
-    params = StdioServerParameters(command=CLAWSDK, args=["serve", str(folder), "--db", str(db), "--run-id", "bench-stdio"])
+    params = StdioServerParameters(command=CLAWSDK, args=["serve", str(folder), "--db", str(db), "--run-id", "bench-stdio",
+                                                             "--sandbox", "local"])
     t = time.perf_counter()
     async with Client(params, mode="legacy") as c:
         await c.list_tools()

@@ -69,6 +69,12 @@ class VerifierTimeout(RolloutError):
     kind = FailureKind.VERIFIER_TIMEOUT
 
 
+class RolloutCancelled(RolloutError):
+    """Stopped from outside (the server shut down) before the agent finished: unscored, not retried."""
+
+    kind = FailureKind.CANCELLED
+
+
 class PathEscapeError(ClawError, ValueError):
     """A path that would leave the workspace."""
 

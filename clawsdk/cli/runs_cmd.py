@@ -75,7 +75,7 @@ def render_event(e: dict, full: bool) -> str:
         return head + f"[yellow]check[/yellow] {escape(str(p.get('check')))}: {p.get('score')}  " \
             f"[dim]{escape(str(p.get('detail', ''))[:300])}[/dim]"
     if kind == "sandbox_exec":
-        return head + f"[yellow]exec[/yellow] {escape(str(p.get('command'))[:200])} → exit {p.get('exit_code')}{dur}"
+        return head + f"[yellow]exec[/yellow] {escape(str(p.get('command') or p.get('harness'))[:200])} → exit {p.get('exit_code')}{dur}"
     if kind == "error":
         return head + f"[red]error ({escape(str(p.get('kind')))})[/red] {escape(str(p.get('message')))}"
     return head + f"{kind} {escape(json.dumps(p)[:500])}"

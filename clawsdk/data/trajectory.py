@@ -260,25 +260,11 @@ def trajectory_from_events(
 
 
 async def _list_tools(task: Any) -> tuple[list[dict], dict[str, str]]:
-    from clawsdk.mcp.session import ToolSession
     from clawsdk.plugins import get_registry
-    from clawsdk.runtime.recorder import Recorder
-    from clawsdk.runtime.rollout import tool_servers
+    from clawsdk.runtime.rollout import list_tools
 
-    registry = get_registry()
-    sandbox = registry.get("sandboxes", "local")()
-    await sandbox.start(task.model_copy(update={"workspace": []}))
-    try:
-        async with ToolSession.open(
-            tool_servers(task, sandbox, registry),
-            Recorder(None, "listing"),
-            task.limits,
-            task.tool_policy,
-            sandbox=sandbox,
-        ) as session:
-            return [s.openai() for s in session.tools()], session.instructions()
-    finally:
-        await sandbox.close()
+    specs, instructions = await list_tools(task, get_registry())
+    return [s.openai() for s in specs], instructions
 
 
 _LISTINGS: dict[str, tuple[list[dict], dict[str, str]]] = {}

@@ -1,24 +1,29 @@
 """`clawsdk serve`: a task's tools, bound to a fresh sandbox per MCP client session, for any external agent.
 
-Each MCP client session is one rollout, recorded in the store like the runner's: the sandbox
-starts with the task's workspace on the session's first request, every tool call goes through
-a ToolSession (so the recorder sees it exactly as it sees the built-in agent's), and the
-rollout ends when the client calls `finish`, disconnects, or runs out of time. Then the hidden
-files go in, the verifier scores the workspace, and the verdict is stored.
+Each MCP client session that makes a tool call is one rollout, run by the same state machine as
+`clawsdk run` (clawsdk.runtime.rollout.attempt_rollout) with an external agent phase: the sandbox
+starts with the task's workspace at the session's first tool call, every call goes through the
+rollout's ToolSession (so the recorder sees it exactly as it sees the built-in agent's), and the
+agent phase ends when the client calls `finish`, disconnects, or runs out of time. Then the hidden
+files go in, the verifier scores the workspace, and the ending is stored as the runner stores it.
+
+A session that only lists tools or reads the task (a probe) is not a rollout. The instruction reaches
+clients that drop server instructions through the `task` prompt and the `task` tool (listed first,
+the instruction in its description). SIGTERM/SIGINT end open sessions as `cancelled` (unscored) and
+the run as `interrupted`.
 
 Transports: stdio (one session; the process ends when it does) and streamable HTTP (bound to
-127.0.0.1 unless told otherwise; every request must carry `Authorization: Bearer TOKEN`).
+127.0.0.1 unless told otherwise; every request must carry `Authorization: Bearer TOKEN`, and a
+malformed body gets 400 with the reason).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
-import json
 import logging
+import os
 import secrets
-import socket
-import time
+import signal
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +34,14 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from clawsdk.errors import AgentError, FailureKind, RolloutError, SandboxError
-from clawsdk.mcp.session import ToolSession
+from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError
+from clawsdk.mcp.http import BearerAuth, ValidBodies, bind, uvicorn_server
+from clawsdk.mcp.session import FINISH, ToolSession, ToolSpec
+from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.recorder import Recorder
-from clawsdk.runtime.rollout import first_leaf, tool_servers, verify
+from clawsdk.runtime.rollout import (
+    AttemptResult, attempt_rollout, list_tools, record_cancelled, record_ending, record_start,
+)
 from clawsdk.runtime.runner import rollout_id
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store
@@ -47,13 +56,25 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FINISH_TOOL = types.Tool(
-    name="finish",
-    description="Call this when the task is done: it ends this session's rollout and scores the workspace. "
-                "No tool works after it.",
-    input_schema={"type": "object", "properties": {
-        "summary": {"type": "string", "description": "what you did, for the record"}}},
-)
+#: Names the task for clients that never show the model the server's instructions (OpenClaw):
+#: listed first, its description carries the instruction, and calling it returns it.
+TASK_TOOL_NAME = "task"
+DESCRIPTION_LIMIT = 4000
+
+#: What to tell an agent whose runtime drops MCP server instructions (docs/external-agents.md).
+MESSAGE_TEMPLATE = ("Call the {server} `task` tool to read your task, do it with the {server} tools only "
+                    "(they act on the task's workspace), then call the {server} `finish` tool.")
+
+
+def default_stdio_db() -> Path:
+    """Where a stdio server keeps its store unless told (--db, $CLAWSDK_DB): the user's data folder, not the
+    working directory of whatever agent runtime spawned it."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "clawsdk" / "clawsdk.db"
+
+
+def _tool(spec: ToolSpec) -> types.Tool:
+    return types.Tool(name=spec.name, description=spec.description, input_schema=spec.input_schema)
 
 
 @dataclass
@@ -61,7 +82,7 @@ class ServeConfig:
     task: Task
     db: Path
     run_id: str
-    sandbox: str = "local"
+    sandbox: str = "auto"  # bwrap where it works, as `clawsdk run`; `local` only when asked for
     sandbox_config: SandboxConfig = field(default_factory=SandboxConfig)
     timeout_s: float | None = None  # default: the task's limits.timeout_s
     reveal_verdict: bool = False  # tell the agent its score when it finishes
@@ -77,8 +98,36 @@ def _text_result(text: str, *, error: bool = False, structured: Any = None) -> t
                                 structured_content=structured if isinstance(structured, dict) else None)
 
 
+class ExternalSession(Agent):
+    """The agent phase of a served rollout: the external MCP client works through the tool session
+    until it calls `finish`, disconnects, or the rollout's time limit cuts it off."""
+
+    name = "mcp-client"
+
+    def __init__(self, live: LiveRollout):
+        self.live = live
+
+    async def run(self, ctx: AgentContext) -> None:
+        live = self.live
+        live.tools = ctx.tools
+        live.ready.set()
+        try:
+            await live.ended.wait()
+        finally:
+            live.end("timeout")  # a no-op unless the time limit cut the wait short
+            with anyio.move_on_after(ctx.task.limits.tool_timeout_s + 5, shield=True):
+                await live.idle.wait()  # calls in flight answer before the tools close
+            live.tools = None
+        if live.stop_error is not None:  # a call ended the rollout (budget spent, broken sandbox)
+            raise live.stop_error
+        if live.end_reason == "server stopped":
+            raise RolloutCancelled("the server stopped before the session ended")
+        if live.end_reason != "finish":
+            await ctx.recorder.record("note", {"event": "session_ended", "reason": live.end_reason})
+
+
 class LiveRollout:
-    """One MCP client session's rollout: sandbox, tool session and recorder, owned by one task."""
+    """One MCP client session's rollout: the core state machine (attempt_rollout) with an external agent phase."""
 
     def __init__(self, host: RolloutHost, sample: int, agent: str):
         self.host = host
@@ -87,17 +136,23 @@ class LiveRollout:
         self.id = rollout_id(host.config.run_id, host.config.task.id, sample)
         self.recorder = Recorder(host.writer, self.id, 0, keep=True)
         self.tools: ToolSession | None = None
-        self.ready = anyio.Event()
+        self.ready = anyio.Event()  # the tool session is up, or the rollout ended before it was
         self.ended = anyio.Event()
-        self.done = anyio.Event()
+        self.done = anyio.Event()  # the ending is in the store
         self.end_reason: str | None = None
-        self.summary: str | None = None
-        self.failure: str | None = None
-        self.kind = FailureKind.OK
-        self.verdict: Verdict | None = None
+        self.stop_error: RolloutError | None = None
+        self.result: AttemptResult | None = None
         self.in_flight = 0
         self.idle = anyio.Event()
         self.idle.set()
+
+    @property
+    def kind(self) -> FailureKind | None:
+        return self.result.kind if self.result else None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.result.verdict if self.result else None
 
     def end(self, reason: str) -> None:
         if not self.ended.is_set():
@@ -105,92 +160,50 @@ class LiveRollout:
             self.ended.set()
 
     async def run(self) -> None:
-        cfg, task = self.host.config, self.host.config.task
-        writer, registry = self.host.writer, self.host.registry
-        await writer.put("start_rollout", rollout_id=self.id, run_id=cfg.run_id, task_id=task.id,
-                         task_hash=task.hash, sample=self.sample, attempt=0, agent=self.agent, model=None)
-        started = time.perf_counter()
-        error: str | None = None
-        sandbox = None
+        cfg, task, writer, registry = self.host.config, self.host.config.task, self.host.writer, self.host.registry
+        await record_start(writer, rollout_id=self.id, run_id=cfg.run_id, task=task, sample=self.sample, attempt=0,
+                           agent=self.agent, model=None)
+        make_sandbox = registry.get("sandboxes", cfg.sandbox)
         try:
-            try:
-                sandbox = registry.get("sandboxes", cfg.sandbox)(cfg.sandbox_config)
-                await sandbox.start(task)
-            except RolloutError:
-                raise
-            except Exception as e:
-                raise SandboxError(f"sandbox failed to start: {type(e).__name__}: {e}") from e
-            servers = tool_servers(task, sandbox, registry)
-            async with ToolSession.open(servers, self.recorder, task.limits, task.tool_policy,
-                                        sandbox=sandbox) as tools:
-                self.tools = tools
-                self.ready.set()
-                with anyio.move_on_after(cfg.time_limit) as scope:
-                    await self.ended.wait()
-                if scope.cancelled_caught:
-                    self.end("timeout")
-                    self.kind = FailureKind.AGENT_TIMEOUT
-                    error = f"the session did not finish within {cfg.time_limit:g} s"
-                with anyio.move_on_after(task.limits.tool_timeout_s + 5):
-                    await self.idle.wait()  # let calls in flight answer before the tools close
-                self.tools = None
-            await self.recorder.record("note", {"ended": self.end_reason, "summary": self.summary})
-            if error:
-                await self.recorder.record("error", {"kind": self.kind.value, "message": error})
-            self.verdict = await verify(task, sandbox, self.recorder, registry, self.recorder.transcript() or None)
-        except BaseException as raw:
-            exc = first_leaf(raw)
-            cancelled = not isinstance(exc, Exception) or isinstance(exc, anyio.get_cancelled_exc_class())
-            if cancelled:
-                self.kind, error = FailureKind.CANCELLED, "the server stopped before the session ended"
-            elif isinstance(exc, RolloutError):
-                self.kind, error = exc.kind, str(exc)
-            else:
-                log.error("served rollout %s failed", self.id, exc_info=exc)
-                self.kind, error = FailureKind.SANDBOX_ERROR, f"{type(exc).__name__}: {exc}"
-            self.failure = error
-            self.verdict = None
-            with anyio.CancelScope(shield=True):
-                await self.recorder.record("error", {"kind": self.kind.value, "message": error})
-            if cancelled:
-                raise
+            self.result = await attempt_rollout(task, ExternalSession(self), lambda: make_sandbox(cfg.sandbox_config),
+                                                self.recorder, registry, time_limit=cfg.time_limit)
+            await record_ending(writer, self.id, 0, self.result)
+        except BaseException:  # cancelled: the ending still lands, unscored
+            why = "the server stopped before the session ended"
+            self.result = AttemptResult(kind=FailureKind.CANCELLED, error=why)
+            await record_cancelled(writer, self.id, 0, self.recorder, why)
+            raise
         finally:
             self.tools = None
             self.ready.set()
             with anyio.CancelScope(shield=True):
-                if sandbox is not None:
-                    try:
-                        await sandbox.close()
-                    except Exception:  # noqa: BLE001
-                        log.exception("closing the sandbox of %s failed", self.id)
-                v = self.verdict
-                scored = self.kind.scored and v is not None
-                await writer.put(
-                    "finish_rollout", rollout_id=self.id, attempt=0, status="finished",
-                    failure_kind=self.kind.value, scored=scored, reward=v.score if scored else None,
-                    passed=v.passed if scored else None, error=error or self.failure,
-                    n_tool_calls=self.recorder.n_tool_calls, n_model_calls=self.recorder.n_model_calls,
-                    duration_s=time.perf_counter() - started, verdict=v.model_dump(mode="json") if v else None)
                 await writer.flush()
-                self.done.set()
-                self.host.rollout_done(self)
+            self.done.set()
+            self.host.rollout_done(self)
+
+    def why_ended(self) -> str:
+        res = self.result
+        why = f"this rollout has ended ({self.end_reason or res and res.kind.value})"
+        if res is not None and res.error and not res.kind.scored:
+            why += f": {res.error}"
+        return why
 
     async def call(self, name: str, args: dict[str, Any]) -> types.CallToolResult:
         await self.ready.wait()
-        if name == "finish":
-            return await self.finish(args.get("summary"))
         tools = self.tools
         if tools is None or self.ended.is_set():
-            why = self.failure or f"this rollout has ended ({self.end_reason})"
-            return _text_result(f"{why}; open a new MCP session for a new rollout", error=True)
+            return _text_result(f"{self.why_ended()}; open a new MCP session for a new rollout", error=True)
+        if name == FINISH.name and tools.offers_finish():
+            await tools.finish(args)
+            self.end("finish")
+            return await self.finished()
         self.in_flight += 1
         self.idle = anyio.Event() if self.in_flight == 1 else self.idle
         try:
             result = await tools.call(name, args)
         except RolloutError as e:  # the tool-call budget is spent, or the sandbox broke: the rollout ends here
-            self.kind = e.kind
-            self.failure = str(e)
-            self.end("budget" if isinstance(e, AgentError) else "error")
+            self.stop_error = e
+            self.end("error")
             return _text_result(f"{e}; the rollout has ended", error=True)
         finally:
             self.in_flight -= 1
@@ -198,13 +211,13 @@ class LiveRollout:
                 self.idle.set()
         return _text_result(result.text, error=result.is_error, structured=result.structured)
 
-    async def finish(self, summary: str | None) -> types.CallToolResult:
-        self.summary = summary
-        self.end("finish")
+    async def finished(self) -> types.CallToolResult:
+        """`finish`'s answer, once the workspace is scored."""
         with anyio.move_on_after(self.host.config.task.limits.verifier_timeout_s + 30):
             await self.done.wait()
-        if self.failure and self.kind.scored is False:
-            return _text_result(f"rollout {self.id} ended; it could not be scored: {self.failure}", error=True)
+        res = self.result
+        if res is not None and not res.kind.scored:
+            return _text_result(f"rollout {self.id} ended; it could not be scored: {res.error}", error=True)
         text = f"rollout {self.id} finished; the workspace has been scored."
         if self.host.config.reveal_verdict and self.verdict is not None:
             text += f" score {self.verdict.score:.2f} ({'passed' if self.verdict.passed else 'not passed'})"
@@ -212,18 +225,26 @@ class LiveRollout:
 
 
 class RolloutHost:
-    """Maps MCP client sessions (connections) to live rollouts and builds the MCP server they talk to."""
+    """Maps MCP client sessions (connections) to live rollouts and builds the MCP server they talk to.
+
+    A session becomes a rollout at its first tool call: a client that only lists the tools or reads
+    the task (`openclaw mcp probe`, a health check) leaves nothing in the store and no pass rate."""
 
     def __init__(self, config: ServeConfig, writer: StoreWriter, registry: Registry, tg: TaskGroup,
-                 on_all_done: Callable[[], None] | None = None):
+                 on_all_done: Callable[[], None] | None = None, listing: tuple[list[ToolSpec], dict[str, str]] = ([], {})):
         self.config = config
         self.writer = writer
         self.registry = registry
         self.tg = tg
         self.on_all_done = on_all_done
+        self.specs, self.server_instructions = listing
+        names = {s.name for s in self.specs}
+        self.offers_task = TASK_TOOL_NAME not in names
+        self.offers_finish = FINISH.name not in names
         self.sessions: dict[int, LiveRollout] = {}
         self.next_sample = _next_sample(config.db, config.run_id, config.task.id)
         self.finished: list[LiveRollout] = []
+        self.interrupted = False
         self._lock = anyio.Lock()
 
     def rollout_done(self, live: LiveRollout) -> None:
@@ -231,6 +252,17 @@ class RolloutHost:
         limit = self.config.max_rollouts
         if limit is not None and len(self.finished) >= limit and self.on_all_done is not None:
             self.on_all_done()
+
+    def stop(self, *, interrupted: bool = False) -> None:
+        """End every open session; they are recorded `cancelled` (unscored) as the server goes down."""
+        self.interrupted = self.interrupted or interrupted
+        for live in self.sessions.values():
+            live.end("server stopped")
+
+    async def wait_recorded(self) -> None:
+        with anyio.move_on_after(self.config.task.limits.verifier_timeout_s + 30, shield=True):
+            for live in list(self.sessions.values()):
+                await live.done.wait()
 
     async def live_for(self, ctx: Any) -> LiveRollout:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -256,25 +288,31 @@ class RolloutHost:
         task = self.config.task
         parts = [f"Your task (workspace task {task.id}):\n{task.instruction.strip()}",
                  "Work in the workspace through these tools. Call `finish` when you are done."]
-        try:
-            probe = self.registry.get("sandboxes", self.config.sandbox)(self.config.sandbox_config)
-            for name, server in tool_servers(task, probe, self.registry):
-                text = getattr(server, "instructions", None)
-                if text:
-                    parts.append(f"## {name}\n{text.strip()}")
-        except Exception as e:  # noqa: BLE001 - instructions are a courtesy; the tools still work
-            log.warning("could not collect the tool servers' instructions: %s", e)
+        parts += [f"## {name}\n{text.strip()}" for name, text in self.server_instructions.items()]
         return "\n\n".join(parts)
 
+    def task_tool(self) -> types.Tool:
+        text = self.config.task.instruction.strip()
+        if len(text) > DESCRIPTION_LIMIT:
+            text = text[:DESCRIPTION_LIMIT] + " [...] (call this tool for the whole task)"
+        return types.Tool(
+            name=TASK_TOOL_NAME,
+            description=f"Your task, to do in this server's workspace: {text}\n\nDo it with the other tools of "
+                        "this server, then call `finish`. Calling this tool returns the task again.",
+            input_schema={"type": "object", "properties": {}})
+
     def server(self) -> Server:
-        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-            live = await self.live_for(ctx)
-            await live.ready.wait()
-            tools = [types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
-                     for s in (live.tools.tools() if live.tools else [])]
-            return types.ListToolsResult(tools=[*tools, FINISH_TOOL])
+        async def list_tools_(ctx: Any, params: Any) -> types.ListToolsResult:
+            tools = [_tool(s) for s in self.specs]
+            if self.offers_task:
+                tools.insert(0, self.task_tool())
+            if self.offers_finish:
+                tools.append(_tool(FINISH))
+            return types.ListToolsResult(tools=tools)
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            if params.name == TASK_TOOL_NAME and self.offers_task:  # reading the task starts no rollout
+                return _text_result(self.config.task.instruction)
             live = await self.live_for(ctx)
             return await live.call(params.name, dict(params.arguments or {}))
 
@@ -287,7 +325,7 @@ class RolloutHost:
             return types.GetPromptResult(messages=[types.PromptMessage(
                 role="user", content=types.TextContent(type="text", text=self.config.task.instruction))])
 
-        server = Server("clawsdk", instructions=self.instructions(), on_list_tools=list_tools,
+        server = Server("clawsdk", instructions=self.instructions(), on_list_tools=list_tools_,
                         on_call_tool=call_tool, on_list_prompts=list_prompts, on_get_prompt=get_prompt)
 
         async def discover(ctx: Any, params: Any) -> types.DiscoverResult:
@@ -307,14 +345,25 @@ def _next_sample(db: Path, run_id: str, task_id: str) -> int:
     return 0 if m is None else m + 1
 
 
+def resolve_sandbox(config: ServeConfig, registry: Registry) -> str:
+    """The backend sessions get: `auto` is bwrap where it works (as for `clawsdk run`); refuses a backend
+    that cannot give the task what it needs, before any client connects."""
+    from clawsdk.sandbox.capabilities import check_tasks, default_sandbox
+
+    name = default_sandbox() if config.sandbox == "auto" else config.sandbox
+    check_tasks([config.task], registry.get("sandboxes", name)(config.sandbox_config).capabilities, name)
+    return name
+
+
 @contextlib.asynccontextmanager
 async def hosting(config: ServeConfig, registry: Registry | None = None,
                   on_all_done: Callable[[], None] | None = None) -> AsyncIterator[RolloutHost]:
-    """A RolloutHost with its store writer and task group; on exit, live rollouts end and are recorded."""
+    """A RolloutHost with its store writer and task group; on exit, open sessions end (`cancelled`) and are recorded."""
     from clawsdk.plugins import get_registry
 
     registry = registry or get_registry()
-    registry.get("sandboxes", config.sandbox)  # fail early on an unknown name
+    config.sandbox = resolve_sandbox(config, registry)
+    listing = await list_tools(config.task, registry)
     async with StoreWriter(config.db) as writer:
         await writer.put("upsert_run", run_id=config.run_id, status="running", agent="mcp-client",
                          sandbox=config.sandbox, samples=None,
@@ -322,59 +371,98 @@ async def hosting(config: ServeConfig, registry: Registry | None = None,
                                  "timeout_s": config.time_limit})
         await writer.put("set_run_status", run_id=config.run_id, status="running")
         await writer.put("upsert_task", task=config.task)
+        host: RolloutHost | None = None
         try:
             async with anyio.create_task_group() as tg:
-                host = RolloutHost(config, writer, registry, tg, on_all_done)
+                host = RolloutHost(config, writer, registry, tg, on_all_done, listing)
                 try:
                     yield host
                 finally:
-                    for live in host.sessions.values():  # rollouts still open end as disconnected
-                        live.end("server stopped")
+                    host.stop()
         finally:
             with anyio.CancelScope(shield=True):
-                await writer.put("set_run_status", run_id=config.run_id, status="finished")
+                stopped = host is not None and host.interrupted
+                await writer.put("set_run_status", run_id=config.run_id,
+                                 status="interrupted" if stopped else "finished")
+
+
+async def stop_on_signal(host: RolloutHost, stop: Callable[[], None]) -> None:
+    """SIGTERM or SIGINT: open sessions end as `cancelled`, then `stop` brings the transport down."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for sig in signals:
+            log.warning("clawsdk serve: %s, stopping", signal.Signals(sig).name)
+            host.stop(interrupted=True)
+            await host.wait_recorded()
+            stop()
+            return
+
+
+class _StdinLines:
+    """Lines of a pipe on stdin, read without a thread so that a signal can stop the server.
+
+    (The SDK reads stdin in a worker thread that no cancellation can interrupt.)"""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.eof = False
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while b"\n" not in self.buffer and not self.eof:
+            await anyio.wait_readable(self.fd)
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                continue
+            self.eof = not chunk
+            self.buffer += chunk
+        if not self.buffer:
+            raise StopAsyncIteration
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _claimed_stdin():
+    """stdin as `_StdinLines` when it is a pipe (fd 0 then reads /dev/null, so children never eat the wire);
+    None otherwise, and the SDK reads it its own way."""
+    import stat
+
+    if not stat.S_ISFIFO(os.fstat(0).st_mode) and not stat.S_ISSOCK(os.fstat(0).st_mode):
+        yield None
+        return
+    private = os.dup(0)
+    saved = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.set_blocking(private, False)
+    try:
+        yield _StdinLines(private)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(private)
 
 
 async def serve_stdio(config: ServeConfig) -> RolloutHost:
-    """Serve one MCP session over this process's stdin/stdout; returns once its rollout is recorded."""
+    """Serve one MCP session over this process's stdin/stdout; returns once its rollout is recorded.
+
+    SIGTERM/SIGINT end the session as `cancelled` and the run as `interrupted`, never left `running`."""
     from mcp.server.stdio import stdio_server
 
     async with hosting(config) as host:
         server = host.server()
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        with _claimed_stdin() as lines:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_on_signal, host, tg.cancel_scope.cancel)
+                async with stdio_server(stdin=lines) as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+                tg.cancel_scope.cancel()
     return host
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request needs `Authorization: Bearer TOKEN` (compared in constant time)."""
-
-    def __init__(self, app: Any, token: str):
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, self.expected):
-                body = json.dumps({"error": "missing or wrong bearer token; send Authorization: Bearer TOKEN "
-                                            "(printed by clawsdk serve when it started)"}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"www-authenticate", b'Bearer realm="clawsdk"')]})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.setblocking(False)
-    return sock
 
 
 async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
@@ -398,22 +486,22 @@ async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int 
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if loopback else [])
         app = server.streamable_http_app(streamable_http_path=path, transport_security=security, host=host,
                                          session_idle_timeout=config.time_limit + 60)
-        uv = uvicorn.Server(uvicorn.Config(BearerAuth(app, token), log_level="warning", lifespan="on"))
+        uv = uvicorn_server(uvicorn.Config(BearerAuth(ValidBodies(app), token), log_level="warning", lifespan="on"))
 
         async def watch() -> None:
             await stop.wait()
+            rollout_host.stop()  # before uvicorn closes the sessions, which would read as disconnects
             uv.should_exit = True
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)
+            tg.start_soon(stop_on_signal, rollout_host, stop.set)
             if on_ready is not None:
                 on_ready(url, token)
             try:
                 await uv.serve(sockets=[sock])
             finally:
                 tg.cancel_scope.cancel()
-        with anyio.move_on_after(config.task.limits.verifier_timeout_s + 30, shield=True):
-            for live in list(rollout_host.sessions.values()):
-                live.end("server stopped")
-                await live.done.wait()
+        rollout_host.stop()
+        await rollout_host.wait_recorded()
     return rollout_host

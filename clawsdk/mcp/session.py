@@ -17,6 +17,7 @@ import anyio
 from mcp import Client
 
 from clawsdk.errors import AgentError, SandboxError
+from clawsdk.models.prompt import FINISH_TOOL
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.tasks.model import Limits, ToolPolicy
 
@@ -35,6 +36,12 @@ class ToolSpec:
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.input_schema},
         }
+
+
+#: The core's `finish` tool (clawsdk.models.prompt.FINISH_TOOL, the one definition) as a tool of the session:
+#: ToolSession answers it itself, so ending by `finish` is recorded the same way by every agent and `serve`.
+FINISH = ToolSpec(name=FINISH_TOOL["function"]["name"], description=FINISH_TOOL["function"]["description"],
+                  input_schema=FINISH_TOOL["function"]["parameters"], server="clawsdk", remote_name="finish")
 
 
 @dataclass
@@ -62,6 +69,8 @@ class ToolSession:
         self.specs: dict[str, ToolSpec] = {}
         #: the rollout's sandbox: a call after which it reports a failure ends the rollout as sandbox_error
         self.sandbox: Any = None
+        #: set once the agent called `finish`; later calls are refused
+        self.finished = anyio.Event()
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -101,8 +110,26 @@ class ToolSession:
         """Each server's instructions (a skill's SKILL.md text), for the agent's system prompt."""
         return {name: c.instructions for name, c in self.clients.items() if c.instructions}
 
+    def offers_finish(self) -> bool:
+        """Whether `finish` is the core's (a task's own tool of that name takes precedence)."""
+        return FINISH.name not in self.specs
+
+    async def finish(self, args: Any = None) -> ToolResult:
+        """End the agent's work: recorded as a `finish` note; every later call is refused."""
+        if self.finished.is_set():
+            return ToolResult("finish was already called; the rollout has ended", is_error=True)
+        await self.recorder.record("note", {"event": "finish", "args": args if args is not None else {}})
+        self.finished.set()
+        return ToolResult("finished")
+
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
-        """Call a tool; unknown tools, bad arguments and timeouts come back as error results."""
+        """Call a tool; unknown tools, bad arguments and timeouts come back as error results.
+
+        `finish` (unless the task has its own tool of that name) ends the agent's work."""
+        if name == FINISH.name and self.offers_finish():
+            return await self.finish(args)
+        if self.finished.is_set():
+            return ToolResult(f"the rollout has ended (finish); {name} was not run", is_error=True)
         args = args or {}
         if self.recorder.n_tool_calls >= self.limits.max_tool_calls:
             raise AgentError(f"tool call budget of {self.limits.max_tool_calls} calls exhausted")

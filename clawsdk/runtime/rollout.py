@@ -1,7 +1,14 @@
 """One rollout: sandbox -> tool servers -> agent -> hidden files -> verifier -> verdict.
 
+The one state machine of a rollout, shared by `clawsdk run` (the runner and its executors),
+`clawsdk serve` (whose agent phase waits for an external MCP client) and every agent,
+the harness included:
+
+    start sandbox -> tool session -> agent phase -> verify -> classify -> close -> record ending
+
 Every path out of here (success, agent failure, infrastructure failure, cancellation) closes
-the sandbox and records how the rollout ended.
+the sandbox and says how the rollout ended; `record_start` / `record_ending` /
+`record_cancelled` are the store writes around it.
 """
 
 from __future__ import annotations
@@ -14,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierError, VerifierTimeout
-from clawsdk.mcp.session import ToolSession
+from clawsdk.mcp.session import ToolSession, ToolSpec
 from clawsdk.runtime.agent import AgentContext
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.verify.verdict import Verdict, VerifyContext
 
 if TYPE_CHECKING:
     from clawsdk.plugins import Registry
+    from clawsdk.store.writer import StoreWriter
     from clawsdk.runtime.agent import Agent
     from clawsdk.sandbox.base import Sandbox
     from clawsdk.tasks.model import Task
@@ -71,9 +79,27 @@ async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Reg
     return verdict
 
 
+async def list_tools(task: Task, registry: Registry) -> tuple[list[ToolSpec], dict[str, str]]:
+    """The tools and server instructions an agent of `task` sees, without a rollout.
+
+    The task's servers are bound to an empty local sandbox just long enough to list them."""
+    sandbox = registry.get("sandboxes", "local")()
+    await sandbox.start(task.model_copy(update={"workspace": []}))
+    try:
+        async with ToolSession.open(tool_servers(task, sandbox, registry), Recorder(None, "listing"), task.limits,
+                                    task.tool_policy, sandbox=sandbox) as session:
+            return session.tools(), session.instructions()
+    finally:
+        await sandbox.close()
+
+
 async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder: Recorder,
-                          registry: Registry, limiter: anyio.CapacityLimiter | None = None) -> AttemptResult:
-    """Run one attempt. Never raises for a failure of the rollout; re-raises cancellation."""
+                          registry: Registry, limiter: anyio.CapacityLimiter | None = None, *,
+                          time_limit: float | None = None) -> AttemptResult:
+    """Run one attempt. Never raises for a failure of the rollout; re-raises cancellation.
+
+    `time_limit` bounds the agent phase (default: the task's limits.timeout_s)."""
+    time_limit = time_limit or task.limits.timeout_s
     started = time.perf_counter()
     kind = FailureKind.OK
     error: str | None = None
@@ -90,11 +116,11 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         servers = tool_servers(task, sandbox, registry)
         async with ToolSession.open(servers, recorder, task.limits, task.tool_policy, sandbox=sandbox) as tools:
             try:
-                with anyio.fail_after(task.limits.timeout_s):
+                with anyio.fail_after(time_limit):
                     await agent.run(AgentContext(task=task, tools=tools, recorder=recorder, sandbox=sandbox))
             except TimeoutError:
                 kind = FailureKind.AGENT_TIMEOUT
-                error = f"agent did not finish within {task.limits.timeout_s:g} s"
+                error = f"agent did not finish within {time_limit:g} s"
             except RolloutError as e:
                 if not e.kind.scored:
                     raise
@@ -135,3 +161,35 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
                     log.exception("closing the sandbox of %s failed", recorder.rollout_id)
     return AttemptResult(kind=kind, verdict=verdict, error=error, duration_s=time.perf_counter() - started,
                          n_tool_calls=recorder.n_tool_calls, n_model_calls=recorder.n_model_calls)
+
+
+async def record_start(writer: StoreWriter, *, rollout_id: str, run_id: str, task: Task, sample: int, attempt: int,
+                       agent: str, model: str | None) -> None:
+    """The rollout row of a new attempt, `running`."""
+    await writer.put("start_rollout", rollout_id=rollout_id, run_id=run_id, task_id=task.id, task_hash=task.hash,
+                     sample=sample, attempt=attempt, agent=agent, model=model)
+
+
+async def record_ending(writer: StoreWriter, rollout_id: str, attempt: int, res: AttemptResult, *,
+                        last: bool = True) -> None:
+    """How an attempt ended, with its verdict; scored only when the ending is the agent's doing.
+
+    Shielded: once an attempt is over, its ending must land even if the caller is being cancelled."""
+    v = res.verdict
+    scored = res.kind.scored and v is not None
+    status = "cancelled" if res.kind is FailureKind.CANCELLED else "finished" if last else "retrying"
+    with anyio.CancelScope(shield=True):
+        await writer.put(
+            "finish_rollout", rollout_id=rollout_id, attempt=attempt, status=status, failure_kind=res.kind.value,
+            scored=scored, reward=v.score if scored else None, passed=v.passed if scored else None, error=res.error,
+            n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls, duration_s=res.duration_s,
+            verdict=v.model_dump(mode="json") if v else None,
+        )
+
+
+async def record_cancelled(writer: StoreWriter, rollout_id: str, attempt: int, recorder: Recorder,
+                           error: str = "run cancelled") -> None:
+    """The ending of an attempt cancelled in flight (Ctrl-C, SIGTERM): unscored, never left `running`."""
+    await record_ending(writer, rollout_id, attempt, AttemptResult(
+        kind=FailureKind.CANCELLED, error=error, n_tool_calls=recorder.n_tool_calls,
+        n_model_calls=recorder.n_model_calls))

@@ -26,6 +26,7 @@ from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent
 from clawsdk.runtime.recorder import Recorder
+from clawsdk.runtime.rollout import record_cancelled, record_ending, record_start
 from clawsdk.runtime.rollout import first_leaf
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
@@ -165,18 +166,12 @@ async def run(
                     started.append(rid)
                     for retry in range(retries + 1):
                         attempt += 1
-                        await writer.put("start_rollout", rollout_id=rid, run_id=run_id, task_id=task.id,
-                                         task_hash=task.hash, sample=sample, attempt=attempt, agent=agent_name,
-                                         model=getattr(the_agent, "model", None))
+                        await record_start(writer, rollout_id=rid, run_id=run_id, task=task, sample=sample,
+                                           attempt=attempt, agent=agent_name, model=getattr(the_agent, "model", None))
                         recorder = Recorder(writer, rid, attempt, keep=True)
 
                         async def cancelled() -> None:
-                            with anyio.CancelScope(shield=True):
-                                await writer.put("finish_rollout", rollout_id=rid, attempt=attempt,
-                                                 status="cancelled", failure_kind=FailureKind.CANCELLED.value,
-                                                 scored=False, reward=None, passed=None, error="run cancelled",
-                                                 n_tool_calls=recorder.n_tool_calls,
-                                                 n_model_calls=recorder.n_model_calls, duration_s=0.0)
+                            await record_cancelled(writer, rid, attempt, recorder)
 
                         try:
                             job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
@@ -188,17 +183,7 @@ async def run(
                             raise
                         last = retry == retries or not res.kind.retryable
                         verdict = res.verdict
-                        with anyio.CancelScope(shield=True):  # the attempt is over: its ending must land
-                            await writer.put(
-                                "finish_rollout", rollout_id=rid, attempt=attempt,
-                                status="finished" if last else "retrying", failure_kind=res.kind.value,
-                                scored=res.kind.scored,
-                                reward=verdict.score if verdict and res.kind.scored else None,
-                                passed=verdict.passed if verdict and res.kind.scored else None, error=res.error,
-                                n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls,
-                                duration_s=res.duration_s,
-                                verdict=verdict.model_dump(mode="json") if verdict else None,
-                            )
+                        await record_ending(writer, rid, attempt, res, last=last)
                         if last:
                             break
                         log.info("rollout %s: %s, retrying (%d/%d)", rid, res.kind.value, retry + 1, retries)

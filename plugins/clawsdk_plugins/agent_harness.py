@@ -13,15 +13,19 @@ The command runs with bash in the workspace and gets:
     OPENAI_MODEL / CLAWSDK_MODEL        the model name to ask for
 
     clawsdk run TASKS --agent harness --agent-opt command='my-agent --task "$CLAWSDK_INSTRUCTION"' \\
-        --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b
+        --base-url http://127.0.0.1:8000/v1 --model qwen2.5-7b --sandbox local
+
+The proxy listens on the host's loopback, so the sandbox must share the host's network (`local`);
+a network-isolating sandbox is refused before the command starts, as an unscored sandbox_error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
-from clawsdk.errors import AgentError, ModelError
+from clawsdk.errors import AgentError, ModelError, RolloutError, SandboxError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.runtime.agent import Agent, AgentContext
 
@@ -50,24 +54,35 @@ class HarnessAgent(Agent):
     async def run(self, ctx: AgentContext) -> None:
         from clawsdk.mcp.proxy import ModelProxy, serving
 
+        # Whatever stops the command from starting is the setup's failure, unscored: never the agent's zero.
         sandbox = ctx.sandbox
         if sandbox is None:
-            raise AgentError("the harness agent needs the rollout's sandbox (AgentContext.sandbox)")
+            raise SandboxError("the harness agent needs the rollout's sandbox (AgentContext.sandbox)")
         if sandbox.capabilities.network_isolated and self.proxy_host in ("127.0.0.1", "localhost"):
-            raise AgentError(f"sandbox {sandbox.name!r} isolates the network, so a CLI inside it cannot reach the "
-                             "proxy on this host's loopback; use a sandbox with network access for harness runs")
+            raise SandboxError(f"sandbox {sandbox.name!r} isolates the network, so a CLI inside it cannot reach the "
+                               "proxy on this host's loopback; run harness rollouts with --sandbox local")
         proxy = ModelProxy(self.upstream, self.upstream_key)
         token = proxy.register(ctx.recorder)
-        async with serving(proxy, self.proxy_host) as url:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                url = await stack.enter_async_context(serving(proxy, self.proxy_host))
+            except Exception as e:
+                raise SandboxError(f"the harness could not start its model proxy: {type(e).__name__}: {e}") from e
             base = url + "/v1"
             env = {"CLAWSDK_INSTRUCTION": ctx.instruction, "OPENAI_BASE_URL": base, "OPENAI_API_BASE": base,
                    "OPENAI_API_KEY": token, **({"OPENAI_MODEL": self.model, "CLAWSDK_MODEL": self.model}
                                                if self.model else {}), **self.env}
             limit = self.timeout_s or ctx.task.limits.timeout_s
-            result = await sandbox.exec(self.command, timeout=limit, env=env, stdin=ctx.instruction.encode())
+            try:
+                result = await sandbox.exec(self.command, timeout=limit, env=env, stdin=ctx.instruction.encode())
+            except RolloutError:
+                raise
+            except Exception as e:
+                raise SandboxError(f"the sandbox could not run the harness command: {type(e).__name__}: {e}") from e
+        # `command` as every sandbox_exec event has it (`clawsdk show`, the TUI); `harness` marks the step
         await ctx.recorder.record("sandbox_exec", {
-            "harness": self.command, "exit_code": result.exit_code, "timed_out": result.timed_out,
-            "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:],
+            "command": self.command, "harness": self.command, "exit_code": result.exit_code,
+            "timed_out": result.timed_out, "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:],
             "model_calls": proxy.n_requests}, duration_ms=result.duration_s * 1000)
         if result.timed_out:
             raise AgentError(f"the harness command did not finish within {limit:g} s")

@@ -193,10 +193,9 @@ class ToolLoopAgent(Agent):
             args = toolcalls.arguments_of(call)
             if done:
                 content = "error: not run, `finish` was called before this call"
-            elif name == "finish" and "finish" not in names:
-                await ctx.recorder.record("note", {"event": "finish", "args": args})
+            elif name == "finish" and "finish" not in names:  # the core's finish: recorded like serve's
+                content = (await ctx.tools.finish(args)).text
                 done = True
-                content = "finished"
             elif not isinstance(args, dict):
                 error = f"the arguments of {name!r} are not a JSON object: {str(args)[:200]}"
                 await ctx.recorder.record("error", {"kind": "malformed_tool_call", "message": error,

@@ -36,6 +36,15 @@ def _db(db: str | None) -> Path:
     return Path(db) if db else default_db_path()
 
 
+def _local_warning(chosen: bool) -> str:
+    """What the `local` sandbox exposes to the agent it serves, in one line."""
+    who = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
+    why = "--sandbox local" if chosen else "bubblewrap does not work here, so sessions fall back to the local sandbox:"
+    return (f"warning: {why} isolates nothing: the agent's exec runs on this host as {who}, with the host file "
+            "system, network and processes in reach (task sources, other rollouts' hidden verifier files"
+            + (", and root access to the machine" if who == "root" else "") + "); serve only agents you trust")
+
+
 @click.command("serve")
 @click.argument("task")
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
@@ -43,43 +52,54 @@ def _db(db: str | None) -> Path:
 @click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port (0 picks a free one).")
 @click.option("--token-env", default=None, metavar="VAR",
               help="HTTP: take the bearer token from this environment variable instead of a fresh one.")
-@click.option("--sandbox", "-s", default="local", show_default=True, help="Sandbox plugin for each session.")
+@click.option("--sandbox", "-s", default="auto", show_default=True,
+              help="Sandbox plugin for each session: auto is bwrap where it works (as for `clawsdk run`); "
+                   "local isolates nothing and must be asked for.")
 @click.option("--sandbox-root", default=None, help="Where workspaces live.")
 @click.option("--timeout", "timeout_s", type=float, default=None,
-              help="Seconds a session may last [default: the task's limits.timeout_s].")
+              help="Seconds a session may last from its first tool call [default: the task's limits.timeout_s].")
 @click.option("--max-rollouts", type=click.IntRange(1), default=None,
               help="HTTP: stop after this many sessions have ended (stdio always serves one).")
 @click.option("--reveal-verdict", is_flag=True, help="Tell the agent its score when it calls finish.")
 @click.option("--run-id", default=None, help="Record the sessions under this run id [default: serve-...].")
 @click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None,
-              help="The store file [env CLAWSDK_DB; default .clawsdk/clawsdk.db].")
+              help="The store file [env CLAWSDK_DB; default: HTTP .clawsdk/clawsdk.db, stdio "
+                   "~/.local/share/clawsdk/clawsdk.db].")
 def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, timeout_s, max_rollouts,
                   reveal_verdict, run_id, db):
     """Expose TASK's tools to an external MCP client; each client session is one recorded, scored rollout.
 
     stdio (default): point the client at the command `clawsdk serve TASK`. HTTP: `--http` prints the
-    URL and a bearer token (once); clients send `Authorization: Bearer TOKEN`. The session ends when
-    the client calls `finish`, disconnects, or times out; then the verifier scores the workspace.
+    URL and a bearer token (once); clients send `Authorization: Bearer TOKEN`. A session becomes a
+    rollout at its first tool call, and ends when the client calls `finish`, disconnects, or times out;
+    then the verifier scores the workspace. SIGTERM or Ctrl-C ends open sessions as cancelled.
     """
     import anyio
 
-    from clawsdk.mcp.serve import ServeConfig, serve_http, serve_stdio
+    from clawsdk.mcp.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
     from clawsdk.runtime.runner import new_run_id
     from clawsdk.sandbox.base import SandboxConfig
+    from clawsdk.sandbox.capabilities import default_sandbox
 
     the_task = _one_task(task)
-    config = ServeConfig(task=the_task, db=_db(db), run_id=run_id or "serve-" + new_run_id(), sandbox=sandbox,
+    backend = default_sandbox() if sandbox == "auto" else sandbox
+    store = Path(db) if db else (_db(None) if use_http else default_stdio_db())
+    config = ServeConfig(task=the_task, db=store, run_id=run_id or "serve-" + new_run_id(), sandbox=backend,
                          sandbox_config=SandboxConfig(root=sandbox_root), timeout_s=timeout_s,
                          reveal_verdict=reveal_verdict, max_rollouts=max_rollouts)
-    if sandbox == "local":
-        _err("note: the 'local' sandbox does not isolate commands; use it for trusted tasks only (see --sandbox)")
+    if backend == "local":
+        _err(_local_warning(chosen=sandbox == "local"))
+    message = MESSAGE_TEMPLATE.format(server="clawsdk")
     if not use_http:
-        _err(f"clawsdk serve: task {the_task.id} over stdio; run {config.run_id}, store {config.db}")
-        host_obj = anyio.run(serve_stdio, config)
+        _err(f"clawsdk serve: task {the_task.id} over stdio, sandbox {backend}; run {config.run_id}, "
+             f"store {config.db}")
+        host_obj = _serve(anyio.run, serve_stdio, config)
         for live in host_obj.finished:
             v = live.verdict
             _err(f"rollout {live.id}: {live.kind.value}, ended by {live.end_reason}"
                  + (f", score {v.score:.2f}" if v else ""))
+        if host_obj.interrupted:
+            raise SystemExit(130)
         return
     if host not in ("127.0.0.1", "localhost", "::1"):
         _err(f"warning: binding {host} exposes the task's tools beyond this machine (the token still applies)")
@@ -90,14 +110,28 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     def ready(url: str, tok: str) -> None:
         # one JSON line on stdout (scripts read it), the human version on stderr
         click.echo(json.dumps({"url": url, "token": None if token_env else tok, "run_id": config.run_id,
-                               "task": the_task.id, "db": str(config.db)}))
+                               "task": the_task.id, "db": str(config.db), "sandbox": backend, "message": message}))
         sys.stdout.flush()
-        _err(f"clawsdk serve: task {the_task.id} at {url}")
+        _err(f"clawsdk serve: task {the_task.id} at {url}, sandbox {backend}")
         if not token_env:
             _err(f"bearer token (shown once): {tok}")
+        _err(f"for agents that ignore MCP server instructions, send: {message}")
         _err(f"recording run {config.run_id} in {config.db}; Ctrl-C to stop")
 
-    anyio.run(lambda: serve_http(config, host=host, port=port, token=token, on_ready=ready))
+    host_obj = _serve(anyio.run, lambda: serve_http(config, host=host, port=port, token=token, on_ready=ready))
+    if host_obj.interrupted:
+        raise SystemExit(130)
+
+
+def _serve(run, *args):
+    """Run the server; a refusal before it starts (a task the sandbox cannot serve) is one line, exit 2."""
+    from clawsdk.errors import ClawError
+
+    try:
+        return run(*args)
+    except ClawError as e:
+        _err(f"error: {e}")
+        raise SystemExit(2) from None
 
 
 @click.command("proxy")

@@ -10,6 +10,7 @@ line: the tools it saw, each call's error flag, and what `finish` answered.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -35,7 +36,9 @@ async def main(argv: list[str]) -> None:
     if argv[0] == "--stdio":
         task, plan_file, *extra = argv[1:]
         clawsdk = str(Path(sys.executable).parent / "clawsdk")
-        params = StdioServerParameters(command=clawsdk, args=["serve", task, *extra])
+        # the whole environment: the SDK passes only a few variables by default, and the server must import
+        # the same clawsdk as this process (PYTHONPATH in a checkout)
+        params = StdioServerParameters(command=clawsdk, args=["serve", task, *extra], env=dict(os.environ))
         plan = yaml.safe_load(open(plan_file))
         async with Client(params, mode="legacy") as client:
             out = await work(client, plan)

@@ -61,9 +61,9 @@ def test_each_session_is_a_rollout_ended_by_finish_or_disconnect(tmp_path, db):
     first = events[rows[0]["id"]]
     assert [e["kind"] for e in first][:3] == ["tool_call", "tool_result", "note"]
     assert first[0]["payload"] == {"tool": "write", "args": {"path": "done.txt", "content": "done\n"}}
-    assert first[2]["payload"] == {"ended": "finish", "summary": "wrote it"}
+    assert first[2]["payload"] == {"event": "finish", "args": {"summary": "wrote it"}}
     note = next(e for e in events[rows[1]["id"]] if e["kind"] == "note")
-    assert note["payload"]["ended"] == "disconnect"
+    assert note["payload"] == {"event": "session_ended", "reason": "disconnect"}
     assert verdicts[rows[0]["id"]]["passed"] == 1 and verdicts[rows[1]["id"]]["passed"] == 0
 
 
@@ -74,7 +74,7 @@ def test_timeout_and_tool_budget_end_a_session(tmp_path, db):
         async with hosting(ServeConfig(task=task, db=db, run_id="srv", timeout_s=1.0)) as host:
             server = host.server()
             async with Client(server, mode="legacy") as c:
-                await c.list_tools()
+                assert not (await c.call_tool("ls", {})).is_error  # the clock starts at the first call
                 with anyio.fail_after(20):
                     while not host.finished:
                         await anyio.sleep(0.02)
