@@ -23,7 +23,7 @@ class CsvReconcile(Family):
     subcategory = "finance"
     summary = "reconcile a bank statement against a ledger into a JSON report"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         n = (8, 18, 35)[level - 1] + rng.randint(0, 5)
         prefix = rng.choice(("INV", "PO", "TX", "REF", "ORD"))
         refs = rng.sample(range(100, 9999), k=n)
@@ -94,7 +94,7 @@ class SalesRollup(Family):
     subcategory = "data analysis"
     summary = "roll up sales rows into revenue per region and month"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         n = (15, 40, 80)[level - 1] + rng.randint(0, 10)
         regions = rng.sample(pools.REGIONS, k=1 + level)
         products = rng.sample(pools.PRODUCTS, k=3 + level)

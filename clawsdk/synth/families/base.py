@@ -1,8 +1,13 @@
 """What a procedural task family is, and how one generated task becomes a Task.
 
-A family turns (rng, level) into a `Spec`: the instruction, workspace files, hidden files,
-declarative checks and a reference solution as core-tool calls. Everything comes from the
-rng, so one (family, seed, index) always gives the same task.
+A family turns (rng, level, template) into a `Spec`: the instruction, workspace files, hidden
+files, declarative checks and a reference solution as core-tool calls. Everything comes from
+the rng, so one (family, seed, index) always gives the same task.
+
+A *template* is one kind of work inside a family (a program with one kind of bug, a renaming
+rule built from particular fields); the parameters (names, numbers, dates, sizes) vary within
+it. Each task records its template in its provenance, so train and held-out splits can be cut
+by template and not only by parameters.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ class Spec:
     hidden: dict[str, str] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     max_tool_calls: int = 60
+    template: str = "default"
+    detail: dict[str, Any] = field(default_factory=dict)  # extra provenance (e.g. which bugs)
 
 
 class Family:
@@ -39,17 +46,32 @@ class Family:
     subcategory: str = ""
     summary: str = ""
 
-    def build(self, rng: random.Random, level: int) -> Spec:
+    def templates(self, level: int) -> tuple[str, ...]:
+        """The kinds of work this family makes at a level; a family with one kind says 'default'."""
+        return ("default",)
+
+    def build(self, rng: random.Random, level: int, template: str) -> Spec:
         raise NotImplementedError
 
-    def task(self, seed: int, index: int, level: int) -> Task:
-        """The task for (seed, index) at difficulty level 1..3; deterministic."""
+    def task(self, seed: int, index: int, level: int, template: str | None = None) -> Task:
+        """The task for (seed, index) at difficulty level 1..3, of a template the rng picks unless given;
+        deterministic."""
         if level not in LEVEL_NAMES:
             raise ValueError(f"difficulty level must be 1, 2 or 3, not {level!r}")
-        rng = random.Random(f"{self.name}:{seed}:{index}:{level}")
-        spec = self.build(rng, level)
+        choices = self.templates(level)
+        task_id = f"{self.name}-{seed}-{LEVEL_NAMES[level][0]}{index:05d}"
+        if template is None:
+            rng = random.Random(f"{self.name}:{seed}:{index}:{level}")
+            template = rng.choice(choices) if len(choices) > 1 else choices[0]
+        elif template not in choices:
+            raise LookupError(f"family {self.name} has no template {template!r} at level {level} "
+                              f"(templates: {', '.join(choices)})")
+        else:  # a forced template is its own stream: (seed, index) of two templates are two tasks
+            rng = random.Random(f"{self.name}:{seed}:{index}:{level}:{template}")
+            task_id += "-" + "".join(c if c.isalnum() else "-" for c in template)
+        spec = self.build(rng, level, template)
         return Task(
-            id=f"{self.name}-{seed}-{LEVEL_NAMES[level][0]}{index:05d}",
+            id=task_id,
             instruction=spec.instruction.strip() + "\n",
             category=self.category,
             difficulty=LEVEL_NAMES[level],
@@ -61,7 +83,8 @@ class Family:
             verifier=VerifierSpec(type="checks", checks=spec.checks),
             limits=Limits(timeout_s=600, max_tool_calls=spec.max_tool_calls),
             provenance={"source": "procedural", "route": "procedural", "family": self.name, "seed": seed,
-                        "index": index, "level": level},
+                        "index": index, "level": level, "template": f"{self.name}/{spec.template}",
+                        **spec.detail},
             metadata={"subcategory": self.subcategory},
         )
 

@@ -27,7 +27,7 @@ class SrtShift(Family):
     subcategory = "media"
     summary = "shift subtitle timings by an offset"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         n = (6, 12, 20)[level - 1] + rng.randint(0, 4)
         offset = rng.choice((-1, 1)) * rng.randint(1, 40) * (100 if level == 1 else rng.choice((1, 10, 100)))
         t = rng.randint(5_000, 60_000) + abs(offset)
@@ -78,7 +78,7 @@ class BibliographyFormat(Family):
     subcategory = "writing & citation"
     summary = "format references from JSON into a sorted bibliography"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         n = (3, 6, 10)[level - 1] + rng.randint(0, 2)
         refs = []
         seen = set()

@@ -48,7 +48,7 @@ class ProjectSchedule(Family):
             cur = before[0]
         return tasks, start, finish, total, path[::-1], unique
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         while True:
             tasks, start, finish, total, path, unique = self._plan(rng, level)
             if level < 3 or unique:
@@ -94,7 +94,7 @@ class MeetingSlot(Family):
     subcategory = "calendar"
     summary = "find the earliest common free slot in several calendars"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         attendees = [f for f, _ in pools.people(rng, (2, 3, 5)[level - 1])]
         days = DAYS[: (1, 3, 5)[level - 1]]
         length = rng.choice((30, 45, 60, 90))

@@ -16,7 +16,7 @@ class MailContacts(Family):
     subcategory = "email"
     summary = "extract an address book from .eml files into JSON"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         n_people = (4, 7, 10)[level - 1] + rng.randint(0, 2)
         n_msgs = (3, 5, 8)[level - 1] + rng.randint(0, 2)
         domain = rng.choice(pools.DOMAINS)
@@ -113,7 +113,7 @@ class MeetingActions(Family):
     subcategory = "meeting notes"
     summary = "collect the open action items of meeting notes into a CSV"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         n_notes = level
         team = pools.people(rng, 3 + level)
         handles = [f.lower() for f, _ in team]

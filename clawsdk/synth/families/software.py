@@ -1,80 +1,9 @@
-"""Software development: fixing a failing unit test, bumping a version from commits."""
+"""Software development: fixing a failing unit test (program x mutation templates), bumping a version."""
 
 from __future__ import annotations
 
-from clawsdk.synth.families import pools
+from clawsdk.synth.families import bugs, pools
 from clawsdk.synth.families.base import Family, Spec, edit, exec_, read, write
-
-# name -> (correct source, (buggy line, fixed line), test-case maker(rng) -> list of (args, expected))
-FUNCTIONS = {
-    "clamp": (
-        "def clamp(x, lo, hi):\n    \"\"\"x limited to the range [lo, hi].\"\"\"\n    return max(lo, min(x, hi))\n",
-        ("    return max(lo, min(x, lo))\n", "    return max(lo, min(x, hi))\n"),
-        lambda r: [((v, lo, lo + w), max(lo, min(v, lo + w)))
-                   for v, lo, w in ((r.randint(-50, 50), r.randint(-10, 0), r.randint(5, 20)) for _ in range(3))]
-                  + [((100, 0, 10), 10)],
-    ),
-    "mean": (
-        "def mean(xs):\n    \"\"\"The arithmetic mean of a non-empty list.\"\"\"\n    return sum(xs) / len(xs)\n",
-        ("    return sum(xs) / (len(xs) - 1)\n", "    return sum(xs) / len(xs)\n"),
-        lambda r: [((xs,), sum(xs) / len(xs)) for xs in ([r.randint(1, 90) for _ in range(r.randint(2, 6))]
-                                                      for _ in range(3))],
-    ),
-    "slugify": (
-        "def slugify(text):\n    \"\"\"Lower-case words joined by hyphens.\"\"\"\n"
-        "    return \"-\".join(text.lower().split())\n",
-        ("    return \"-\".join(text.split())\n", "    return \"-\".join(text.lower().split())\n"),
-        lambda r: [((t,), "-".join(t.lower().split())) for t in
-                   (f"{r.choice(pools.WORDS).capitalize()} {r.choice(pools.TOPICS).upper()}  {r.choice(pools.WORDS)}"
-                    for _ in range(3))],
-    ),
-    "count_words": (
-        "def count_words(text):\n    \"\"\"How many whitespace-separated words the text has.\"\"\"\n"
-        "    return len(text.split())\n",
-        ("    return len(text.split(\" \"))\n", "    return len(text.split())\n"),
-        lambda r: [((t,), len(t.split())) for t in
-                   (" ".join(r.choice(pools.WORDS) for _ in range(r.randint(2, 6))) + "  " + r.choice(pools.WORDS)
-                    for _ in range(3))],
-    ),
-    "is_leap": (
-        "def is_leap(year):\n    \"\"\"Whether the Gregorian year is a leap year.\"\"\"\n"
-        "    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n",
-        ("    return year % 4 == 0 and year % 100 != 0\n",
-         "    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n"),
-        lambda r: [((y,), y % 4 == 0 and (y % 100 != 0 or y % 400 == 0))
-                   for y in (r.choice((1600, 2000, 2400)), r.randint(1900, 2100), 1900, r.randint(1, 500) * 4)],
-    ),
-    "last_n": (
-        "def last_n(items, n):\n    \"\"\"The last n items (none when n is 0).\"\"\"\n"
-        "    return items[-n:] if n else []\n",
-        ("    return items[-n - 1:] if n else []\n", "    return items[-n:] if n else []\n"),
-        lambda r: [((xs, k), xs[-k:] if k else []) for xs, k in
-                   (([r.randint(0, 9) for _ in range(6)], r.randint(1, 4)) for _ in range(3))] + [(([1, 2], 0), [])],
-    ),
-    "percent": (
-        "def percent(part, whole):\n    \"\"\"part as a percentage of whole, rounded to one decimal.\"\"\"\n"
-        "    return round(100 * part / whole, 1)\n",
-        ("    return round(100 * part / whole)\n", "    return round(100 * part / whole, 1)\n"),
-        lambda r: [((p, w), round(100 * p / w, 1)) for p, w in
-                   ((r.randint(1, 99), r.choice((3, 7, 9, 11, 13))) for _ in range(9)) if p % w][:3],
-    ),
-    "initials": (
-        "def initials(name):\n    \"\"\"Upper-case initials of each part of a name, e.g. 'ada lovelace' -> 'AL'.\"\"\"\n"
-        "    return \"\".join(part[0].upper() for part in name.split())\n",
-        ("    return \"\".join(part[0] for part in name.split())\n",
-         "    return \"\".join(part[0].upper() for part in name.split())\n"),
-        lambda r: [((f"{a.lower()} {b.lower()}",), (a[0] + b[0]).upper()) for a, b in
-                   (pools.person(r) for _ in range(3))],
-    ),
-}
-BUGGY = list(FUNCTIONS)
-
-
-def _bugged(name: str) -> str:
-    src, (bad, good), _ = FUNCTIONS[name]
-    assert good in src
-    return src.replace(good, bad)
-
 
 class FixFailingTest(Family):
     name = "fix-failing-test"
@@ -82,31 +11,39 @@ class FixFailingTest(Family):
     subcategory = "debugging"
     summary = "find and fix the bug that makes a module's unit tests fail"
 
-    def build(self, rng, level):
+    def templates(self, level):
+        return bugs.TEMPLATES
+
+    def build(self, rng, level, template="default"):
         module = f"{rng.choice(pools.TOPICS)}_{rng.choice(('utils', 'helpers', 'tools', 'lib'))}"
+        first, operator = template.split(":")
         n_funcs = (2, 4, 6)[level - 1]
-        names = rng.sample(BUGGY, k=n_funcs)
-        bugs = set(rng.sample(names, k=1 if level < 3 else 2))
-        src = "\"\"\"Small helpers used across the project.\"\"\"\n"
-        fixed = src
-        for n in names:
-            body = FUNCTIONS[n][0]
-            src += "\n\n" + (_bugged(n) if n in bugs else body)
-            fixed += "\n\n" + body
-        tests = ["import unittest", "", f"from {module} import {', '.join(sorted(names))}", "", "",
+        others = rng.sample([p for p in bugs.PROGRAMS if p.id != first], k=n_funcs - 1)
+        programs = [bugs.BY_ID[first], *others]
+        rng.shuffle(programs)
+        ops = {first: operator}
+        if level == 3:  # a second bug, of another kind, in another function
+            second = rng.choice(others)
+            ops[second.id] = rng.choice([o for o in second.mutations if o != operator] or list(second.mutations))
+        while True:  # function names clash rarely (a few share a pool word); draw again
+            made = [bugs.instance(rng, p, ops.get(p.id)) for p in programs]
+            fns = [m.fn for m in made]
+            if len(set(fns)) == len(fns):
+                break
+        buggy = "\"\"\"Small helpers used across the project.\"\"\"\n" + "".join("\n\n" + m.buggy for m in made)
+        tests = ["import unittest", "", f"from {module} import {', '.join(sorted(fns))}", "", "",
                  f"class {module.title().replace('_', '')}Test(unittest.TestCase):"]
-        for n in names:
-            cases = FUNCTIONS[n][2](rng)
-            tests.append(f"    def test_{n}(self):")
-            for args, want in cases:
-                call = f"{n}({', '.join(repr(a) for a in args)})"
+        for m in made:
+            tests.append(f"    def test_{m.fn}(self):")
+            for args, want in zip(m.cases, m.expected):
+                call = f"{m.fn}({', '.join(repr(a) for a in args)})"
                 op = "assertAlmostEqual" if isinstance(want, float) else "assertEqual"
                 tests.append(f"        self.{op}({call}, {want!r})")
             tests.append("")
         tests += ["", 'if __name__ == "__main__":', "    unittest.main()", ""]
         test_src = "\n".join(tests)
         test_path = f"tests/test_{module}.py"
-        workspace = {f"{module}.py": src, test_path: test_src, "README.md":
+        workspace = {f"{module}.py": buggy, test_path: test_src, "README.md":
                      f"# {module}\n\nRun the tests with `python3 -m unittest discover -s tests`\n"}
         run_tests = "python3 -B -m unittest discover -s tests 2>&1 | tail -n 20"
         instruction = f"""
@@ -121,13 +58,11 @@ tests pass. Do not change the tests; they describe the intended behaviour.
                    "run": f'PYTHONPATH="$CLAWSDK_WORKSPACE" PYTHONPYCACHEPREFIX="$CLAWSDK_HIDDEN/.pycache" '
                           f'python3 "$CLAWSDK_HIDDEN/test_{module}.py"'}]
         solution = [exec_(run_tests), read(test_path), read(f"{module}.py")]
-        for n in names:
-            if n in bugs:
-                bad, good = FUNCTIONS[n][1]
-                solution.append(edit(f"{module}.py", bad, good))
+        solution += [edit(f"{module}.py", *m.fix_in(buggy)) for m in made if m.bad]
         solution.append(exec_(run_tests))
         return Spec(instruction, workspace, checks, solution, hidden={f"test_{module}.py": hidden_test},
-                    tags=["python", "unittest", "debugging"])
+                    tags=["python", "unittest", "debugging"], template=template,
+                    detail={"bugs": [f"{p}:{o}" for p, o in sorted(ops.items())]})
 
 
 KINDS = ("feat", "fix", "perf", "docs", "chore", "refactor", "test")
@@ -139,7 +74,7 @@ class SemverBump(Family):
     subcategory = "release engineering"
     summary = "bump a version and write a changelog section from conventional commits"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         version = (rng.randint(0, 4), rng.randint(0, 20), rng.randint(0, 30))
         n = (4, 8, 12)[level - 1] + rng.randint(0, 3)
         commits = []

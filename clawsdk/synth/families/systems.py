@@ -4,49 +4,125 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
+from pathlib import PurePosixPath
 from collections import Counter
 
 from clawsdk.synth.families import pools
 from clawsdk.synth.families.base import Family, Spec, dump_json, exec_, json_check, ls, read, write
 
 
+# source naming pattern -> target rules; a template is one (source, rule) pair
+RENAME_RULES = {
+    "camera": ("date-time", "compact-seq", "year-month", "prefix-seq"),
+    "titled": ("date-slug", "slug-compact", "year-folder"),
+    "numbered": ("pad-slug", "slug-pad", "slug-folder"),
+}
+EXTS = {"camera": ("jpg", "mp4"), "titled": ("pdf", "docx", "txt"), "numbered": ("png", "pdf", "tif")}
+
+
 class RenameByRule(Family):
     name = "rename-by-rule"
     category = "systems & automation"
     subcategory = "file management"
-    summary = "rename camera files to a date-based naming rule"
+    summary = "rename files by a rule built from fields of their names (date, time, title slug, number, extension)"
 
-    def build(self, rng, level):
-        n = (4, 8, 12)[level - 1] + rng.randint(0, 3)
-        folder = rng.choice(("photos", "camera", "dcim", "uploads", "phone"))
-        sep = rng.choice(("_", "-"))
-        stamps: set[dt.datetime] = set()
+    def templates(self, level):
+        return tuple(f"{src}:{rule}" for src, rules in RENAME_RULES.items() for rule in rules)
+
+    def _items(self, rng, source, level, n):
+        """n (old name without folder, fields) for the source naming pattern."""
+        items, seen = [], set()
         base = dt.datetime(rng.randint(2018, 2024), rng.randint(1, 12), rng.randint(1, 28), 8)
-        while len(stamps) < n:
-            stamps.add(base + dt.timedelta(minutes=rng.randint(0, 60 * 24 * 30), seconds=rng.randint(0, 59)))
+        titles = [[rng.choice(pools.WORDS), rng.choice(pools.TOPICS)] + ([rng.choice(pools.WORDS)] if rng.random() < .4
+                                                                         else []) for _ in range(2 + level)]
+        while len(items) < n:
+            t = base + dt.timedelta(minutes=rng.randint(0, 60 * 24 * (3 if source == "camera" else 400)),
+                                    seconds=rng.randint(0, 59))
+            words = rng.choice(titles) if source == "numbered" else rng.choice(titles) + [rng.choice(pools.PRODUCTS)]
+            ext = EXTS[source][0] if level == 1 else rng.choice(EXTS[source])
+            kind = "VID" if ext == "mp4" else "IMG"
+            number = rng.randint(1, 40)
+            title = " ".join(w.capitalize() for w in words)
+            old = {"camera": f"{kind}_{t:%Y%m%d}_{t:%H%M%S}", "titled": f"{title} {t:%Y-%m-%d}",
+                   "numbered": f"{title} ({number})"}[source]
+            key = old.lower() if source != "titled" else (title.lower(), f"{t:%Y}")
+            if key in seen:
+                continue
+            seen.add(key)
+            shown = ext.upper() if level == 3 and rng.random() < 0.4 else ext
+            items.append((f"{old}.{shown}", {"t": t, "ext": ext, "slug": "-".join(w.lower() for w in words),
+                                             "n": number, "kind": kind}))
+        return items
+
+    def build(self, rng, level, template="default"):
+        source, rule = template.split(":")
+        n = (4, 7, 10)[level - 1] + rng.randint(0, 3)
+        folder = rng.choice({"camera": ("photos", "camera", "dcim", "phone"), "titled": ("docs", "inbox", "papers"),
+                             "numbered": ("scans", "exports", "pages")}[source])
+        sep = rng.choice(("_", "-", "."))
+        width = rng.choice((2, 3, 4))
+        prefix = rng.choice(pools.WORDS)
+        items = self._items(rng, source, level, n)
+        order = sorted(range(n), key=lambda i: items[i][1]["t"])
+        seq: dict[int, int] = {}
+        per_day: dict[str, int] = {}
+        for i in order:
+            day = f"{items[i][1]['t']:%Y%m%d}"
+            per_day[day] = per_day.get(day, 0) + 1
+            seq[i] = per_day[day] if rule == "compact-seq" else len(seq) + 1
+
+        def target(i: int) -> str:
+            f = items[i][1]
+            t, ext, slug, num = f["t"], f["ext"], f["slug"], f"{f['n']:0{width}d}"
+            return {
+                "date-time": f"{t:%Y-%m-%d}{sep}{t:%H%M%S}.{ext}",
+                "compact-seq": f"{t:%Y%m%d}{sep}{seq[i]:0{width}d}.{ext}",
+                "year-month": f"{t:%Y}/{t:%m}/{t:%Y-%m-%d}{sep}{t:%H%M%S}.{ext}",
+                "prefix-seq": f"{prefix}{sep}{seq[i]:0{width}d}.{ext}",
+                "date-slug": f"{t:%Y-%m-%d}{sep}{slug}.{ext}",
+                "slug-compact": f"{slug}{sep}{t:%Y%m%d}.{ext}",
+                "year-folder": f"{t:%Y}/{slug}.{ext}",
+                "pad-slug": f"{num}{sep}{slug}.{ext}",
+                "slug-pad": f"{slug}{sep}{num}.{ext}",
+                "slug-folder": f"{slug}/{num}.{ext}",
+            }[rule]
+
+        pad = f"zero-padded to {width} digits"
+        rules = {
+            "date-time": f"YYYY-MM-DD{sep}HHMMSS.<ext>, the date and time the name holds",
+            "compact-seq": f"YYYYMMDD{sep}<k>.<ext>, where k numbers the files of each day from 1 in order "
+                           f"of their time ({pad})",
+            "year-month": f"YYYY/MM/YYYY-MM-DD{sep}HHMMSS.<ext>, moved into a folder per year and month inside "
+                          f"{folder}/",
+            "prefix-seq": f"{prefix}{sep}<k>.<ext>, where k numbers all the files from 1 in order of the date "
+                          f"and time in their names ({pad})",
+            "date-slug": f"YYYY-MM-DD{sep}<slug>.<ext>",
+            "slug-compact": f"<slug>{sep}YYYYMMDD.<ext>",
+            "year-folder": f"YYYY/<slug>.<ext>, moved into a folder per year inside {folder}/",
+            "pad-slug": f"<number>{sep}<slug>.<ext>, the number {pad}",
+            "slug-pad": f"<slug>{sep}<number>.<ext>, the number {pad}",
+            "slug-folder": f"<slug>/<number>.<ext>, one folder per title inside {folder}/, the number {pad}",
+        }
+        pattern = {"camera": "IMG_YYYYMMDD_HHMMSS.<ext> (or VID_... for videos)",
+                   "titled": "<Title Words> YYYY-MM-DD.<ext>",
+                   "numbered": "<Title Words> (<number>).<ext>"}[source]
         files, renames, keep = {}, [], []
-        for i, t in enumerate(sorted(stamps)):
-            kind = "VID" if level >= 2 and rng.random() < 0.3 else "IMG"
-            ext = "mp4" if kind == "VID" else "jpg"
-            shown_ext = ext.upper() if level == 3 and rng.random() < 0.4 else ext
-            old = f"{folder}/{kind}_{t:%Y%m%d}_{t:%H%M%S}.{shown_ext}"
-            new = f"{folder}/{t:%Y-%m-%d}{sep}{t:%H%M%S}.{ext}"
-            files[old] = f"{kind.lower()} {i} {rng.choice(pools.WORDS)} {rng.randint(1000, 9999)}\n"
-            renames.append((old, new))
+        for i, (old, _) in enumerate(items):
+            files[f"{folder}/{old}"] = f"{items[i][1]['kind'].lower()} {i} {rng.choice(pools.WORDS)} " \
+                                       f"{rng.randint(1000, 9999)}\n"
+            renames.append((f"{folder}/{old}", f"{folder}/{target(i)}"))
         if level == 3:
-            for name in (f"{folder}/IMG_edited_{rng.randint(1, 99)}.jpg", f"{folder}/notes.txt",
-                         f"{folder}/VID_{rng.randint(1000, 9999)}.mov"):
+            for name in (f"{folder}/{rng.choice(pools.WORDS)}_edited_{rng.randint(1, 99)}.jpg", f"{folder}/notes.txt",
+                         f"{folder}/{rng.choice(pools.WORDS).upper()}-{rng.randint(1000, 9999)}.mov"):
                 files[name] = f"keep me {rng.randint(0, 10 ** 6)}\n"
                 keep.append(name)
-        kinds = "IMG_YYYYMMDD_HHMMSS.jpg" + (" and VID_YYYYMMDD_HHMMSS.mp4" if level >= 2 else "")
         instruction = f"""
-The files in {folder}/ come straight off my phone, named like {kinds}.
-Rename each of them in place to YYYY-MM-DD{sep}HHMMSS.<ext> using the date and time from
-its name, keeping the extension{" in lower case" if level == 3 else ""} (e.g. IMG_20230412_153201.jpg becomes
-2023-04-12{sep}153201.jpg). Keep the files' contents as they are.
+The files in {folder}/ are named like {pattern}. Rename each of them to
+{rules[rule]}. <slug> is the title in lower case with its words joined by "-"; <ext> is the
+extension{" in lower case" if level == 3 else ""}. Keep the files' contents as they are.
 """
         if level == 3:
-            instruction += "Leave any file that does not follow that camera pattern exactly as it is.\n"
+            instruction += "Leave any file that does not follow that naming pattern exactly as it is.\n"
         checks = []
         for old, new in renames:
             checks.append({"type": "text_equals", "name": f"{new} has the content of {old}", "path": new,
@@ -55,9 +131,11 @@ its name, keeping the extension{" in lower case" if level == 3 else ""} (e.g. IM
         for name in keep:
             checks.append({"type": "text_equals", "name": f"{name} untouched", "path": name, "text": files[name],
                            "strip": False})
-        command = " && ".join(f"mv {shlex.quote(o)} {shlex.quote(n)}" for o, n in renames)
-        solution = [ls(folder), exec_(command), ls(folder)]
-        return Spec(instruction, files, checks, solution, tags=["files", "rename", "shell"])
+        dirs = sorted({str(PurePosixPath(new).parent) for _, new in renames} - {folder})
+        steps = ([f"mkdir -p {' '.join(shlex.quote(d) for d in dirs)}"] if dirs else []) + \
+            [f"mv {shlex.quote(o)} {shlex.quote(n)}" for o, n in renames]
+        solution = [ls(folder), exec_(" && ".join(steps)), ls(folder, recursive=bool(dirs))]
+        return Spec(instruction, files, checks, solution, tags=["files", "rename", "shell"], template=template)
 
 
 LEVEL_WORDS = ("INFO", "WARN", "ERROR", "DEBUG")
@@ -70,7 +148,7 @@ class LogSummary(Family):
     subcategory = "logs & monitoring"
     summary = "summarize an application log into counts"
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         n = (20, 60, 120)[level - 1] + rng.randint(0, 20)
         comps = rng.sample(COMPONENTS, k=3 + level)
         weights = [rng.randint(1, 10) for _ in LEVEL_WORDS]
@@ -133,7 +211,7 @@ class ConfigConvert(Family):
                         rng.choice(pools.WORDS), f"{rng.choice(pools.COMPANIES)} {rng.choice(pools.TOPICS)}"))
         return v, v
 
-    def build(self, rng, level):
+    def build(self, rng, level, template="default"):
         sections = rng.sample(pools.TOPICS, k=(2, 3, 5)[level - 1])
         lines, expected = [], {}
         if level >= 2:
