@@ -13,9 +13,21 @@ import io
 import logging
 from typing import Any
 
-from clawsdk.bench.render import _COST_ROWS, _metric_columns, ending_rows, num, pct, pins_rows, status_line
+from clawsdk.bench.render import (
+    _COST_ROWS,
+    _metric_columns,
+    ending_rows,
+    num,
+    pct,
+    pins_rows,
+    status_line,
+    subscore_rows,
+    subscores_to_show,
+)
 
 log = logging.getLogger(__name__)
+
+SUBSCORES_PLOTTED = 20
 
 _CSS = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2rem auto; max-width: 1100px;
@@ -125,22 +137,24 @@ def plots(r: dict) -> list[tuple[str, str, str]]:
         ax.set_title("endings (orange: unscored, excluded)")
         out.append(("endings", "how rollouts ended; infrastructure failures are unscored", _png(fig)))
 
-    # 5. sub-scores
-    subs = list(r["subscores"].items())
-    if subs:
-        subs.sort(key=lambda kv: -kv[1]["n"])
-        subs = subs[:20]
+    # 5. sub-scores: those that tell tasks apart first, with the lowest and highest means kept
+    if r["subscores"]:
+        subs = subscores_to_show(r["subscores"], SUBSCORES_PLOTTED)
+        more = len(r["subscores"]) - len(subs)
         fig = Figure(figsize=(6.4, 0.35 * len(subs) + 1.2))
         ax = fig.add_subplot()
         vals = [_err(e) for _, e in subs]
         ax.barh([n[:40] for n, _ in subs], [v[0] for v in vals], color="#8e7cc3",
                 xerr=[[v[1] for v in vals], [v[2] for v in vals]], capsize=2)
+        for y, v in enumerate(vals):  # a bar at 0% is invisible: its value says it is there
+            ax.text(min(v[0] + v[2], 100) + 1, y, f"{v[0]:.0f}%", va="center", fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlim(0, 105)
+        ax.set_xlim(0, 112)
         ax.set_xlabel("%")
         ax.tick_params(axis="y", labelsize=7)
-        ax.set_title("sub-scores (most common first)")
-        out.append(("subscores", "mean of each sub-score over the tasks that have it", _png(fig)))
+        ax.set_title("sub-scores (most varied across tasks first" + (f"; {more} more in the table)" if more else ")"))
+        out.append(("subscores", "mean of each sub-score over the tasks that have it; sorted by how much it "
+                    "differs between tasks, the lowest and highest means always shown", _png(fig)))
     return out
 
 
@@ -178,7 +192,7 @@ def page(r: dict, *, title: str | None = None) -> str:
     parts.append(_table(["category", "tasks", *[n for n, _ in cols]], rows, total_last=True))
     if r["subscores"]:
         parts.append("<h2>Sub-scores</h2>")
-        parts.append(_table(["sub-score", "tasks", "mean"], [[n, str(e["n"]), pct(e)] for n, e in r["subscores"].items()]))
+        parts.append(_table(["sub-score", "tasks", "mean", "spread"], subscore_rows(r["subscores"])))
     parts.append("<h2>Endings</h2>")
     parts.append(_table(["failure kind", "rollouts", ""], [list(x) for x in ending_rows(r)]))
     parts.append("<h2>Cost per rollout</h2>")

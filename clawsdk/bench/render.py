@@ -99,6 +99,32 @@ def _metric_columns(r: dict, compact: bool = False) -> list[tuple[str, Any]]:
     return cols
 
 
+def subscores_to_show(subscores: dict[str, dict], limit: int) -> list[tuple[str, dict]]:
+    """At most `limit` sub-scores, those that differ most between tasks first, and always both ends:
+    the lowest and the highest means are kept, so a list of many 0% ones cannot hide the 100% ones."""
+    def mean(e: dict) -> float:
+        return e["value"] if e.get("value") is not None else 0.0
+
+    items = list(subscores.items())
+    if len(items) > limit:
+        by_mean = sorted(items, key=lambda kv: (mean(kv[1]), kv[0]))
+        ends = limit // 3
+        keep = {n for n, _ in by_mean[: ends // 2 + ends % 2]} | {n for n, _ in by_mean[len(by_mean) - ends // 2:]}
+        by_spread = sorted(items, key=lambda kv: (-kv[1].get("spread", 0.0), -kv[1]["n"], kv[0]))
+        for n, _ in by_spread:
+            if len(keep) >= limit:
+                break
+            keep.add(n)
+        items = [kv for kv in items if kv[0] in keep]
+    return sorted(items, key=lambda kv: (-kv[1].get("spread", 0.0), -mean(kv[1]), kv[0]))
+
+
+def subscore_rows(subscores: dict[str, dict]) -> list[list[str]]:
+    """Every sub-score, most varied across tasks first: name, tasks, mean (CI), spread (sd, points)."""
+    return [[n, str(e["n"]), pct(e), "-" if e.get("spread") is None else f"{100 * e['spread']:.0f}"]
+            for n, e in subscores_to_show(subscores, len(subscores))]
+
+
 def terminal(r: dict, console: Console | None = None) -> None:
     console = console or Console()
     pins = Table.grid(padding=(0, 2))
@@ -125,7 +151,7 @@ def terminal(r: dict, console: Console | None = None) -> None:
 
     parts = []
     if r["subscores"]:
-        shown = sorted(r["subscores"].items(), key=lambda kv: (-kv[1]["n"], kv[0]))[:SUBSCORES_SHOWN]
+        shown = subscores_to_show(r["subscores"], SUBSCORES_SHOWN)
         more = len(r["subscores"]) - len(shown)
         sub = Table(title="sub-scores (mean over the tasks that have them, %)", title_justify="left",
                     caption=f"{more} more in the Markdown/HTML report" if more else None)
@@ -181,8 +207,7 @@ def markdown(r: dict, *, title: str | None = None) -> str:
     out.append(_md_table(["category", "tasks", *[n for n, _ in cols]], rows))
     if r["subscores"]:
         out += ["", "## Sub-scores", ""]
-        out.append(_md_table(["sub-score", "tasks", "mean"],
-                             [[n, str(e["n"]), pct(e)] for n, e in r["subscores"].items()]))
+        out.append(_md_table(["sub-score", "tasks", "mean", "spread"], subscore_rows(r["subscores"])))
     out += ["", "## Endings", ""]
     out.append(_md_table(["failure kind", "rollouts", ""], [list(x) for x in ending_rows(r)]))
     out += ["", "## Cost per rollout", ""]

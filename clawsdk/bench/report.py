@@ -100,7 +100,10 @@ def build_report(data: RunData, *, ks: list[int] | None = None, n_boot: int = DE
         "overall": _block(data.tasks, ks, **opts),
         "categories": {c: _block(ts, ks, **opts) for c, ts in sorted(cats.items())},
         "subscores": {
-            name: dict(bootstrap_mean([v for v, _ in vals], [w for _, w in vals], **opts).as_dict())
+            # spread: how much the sub-score differs between tasks (population sd), so a report
+            # can lead with the ones that tell tasks apart, not those at 0% or 100% everywhere
+            name: {**bootstrap_mean([v for v, _ in vals], [w for _, w in vals], **opts).as_dict(),
+                   "spread": statistics.pstdev([v for v, _ in vals])}
             for name, vals in sorted(subscores.items())
         },
         "failure_kinds": dict(sorted(kinds.items())),
