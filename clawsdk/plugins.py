@@ -43,6 +43,7 @@ DEFAULT_PLUGINS = (
     "clawsdk_tools.plugin",
     "clawsdk_plugins.skills",
     "clawsdk_plugins.agent_harness",
+    "clawsdk_plugins.openclaw",
     "clawsdk_plugins.mcp_commands",
     "clawsdk_plugins.trainers",
 )

@@ -244,14 +244,27 @@ async def _json(send: Callable, status: int, body: Any) -> None:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Any, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[str]:
-    """Run an ASGI app with uvicorn in a task of this task group; yields http://HOST:PORT."""
+async def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, uds: str | None = None) -> AsyncIterator[str]:
+    """Run an ASGI app with uvicorn in a task of this task group; yields http://HOST:PORT.
+
+    With `uds`, it listens on that unix socket instead (for a sandbox that has no network but
+    has the socket bound in) and yields unix:PATH.
+    """
+    import socket
+
     import uvicorn
 
     from clawsdk.mcp.serve import bind
 
-    sock = bind(host, port)
-    url = f"http://{host}:{sock.getsockname()[1]}"
+    if uds is not None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(uds)
+        sock.listen(128)
+        sock.setblocking(False)
+        url = f"unix:{uds}"
+    else:
+        sock = bind(host, port)
+        url = f"http://{host}:{sock.getsockname()[1]}"
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign] - the caller owns signals

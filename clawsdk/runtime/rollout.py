@@ -116,7 +116,8 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         servers = tool_servers(task, sandbox, registry)
         async with ToolSession.open(servers, recorder, task.limits, task.tool_policy, sandbox=sandbox) as tools:
             try:
-                with anyio.fail_after(time_limit):
+                # an agent that boots a program first (OpenClaw) gets its boot on top, and keeps its own time
+                with anyio.fail_after(time_limit + getattr(agent, "startup_allowance_s", 0.0)):
                     await agent.run(AgentContext(task=task, tools=tools, recorder=recorder, sandbox=sandbox))
             except TimeoutError:
                 kind = FailureKind.AGENT_TIMEOUT

@@ -1,0 +1,69 @@
+"""An OpenAI-compatible model server that answers with planned tool calls, then a final message.
+
+Served with clawsdk.mcp.proxy.serving on 127.0.0.1; OpenClaw streams, so answers are streamed
+as server-sent events (tool-call arguments cut in two, as real servers send them).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def tool_call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
+
+
+class PlannedModel:
+    """Answers the i-th chat request with plan[i]; past the plan, with `final`."""
+
+    def __init__(self, plan: list[dict[str, Any]], final: str = "Done."):
+        self.plan = list(plan)
+        self.final = {"role": "assistant", "content": final}
+        self.requests: list[dict[str, Any]] = []
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                await send({"type": msg["type"] + ".complete"})
+                if msg["type"] == "lifespan.shutdown":
+                    return
+        body = b""
+        while True:
+            msg = await receive()
+            body += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+        if scope["method"] == "GET":
+            return await self._send(send, 200, "application/json", json.dumps({"data": [{"id": "planned"}]}))
+        req = json.loads(body)
+        self.requests.append(req)
+        i = len(self.requests) - 1
+        message = self.plan[i] if i < len(self.plan) else self.final
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+        if not req.get("stream"):
+            return await self._send(send, 200, "application/json", json.dumps({
+                "id": f"cmpl-{i}", "object": "chat.completion", "model": req["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}))
+        deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+        for k, tc in enumerate(message.get("tool_calls") or []):
+            args = tc["function"]["arguments"]
+            deltas.append({"tool_calls": [{"index": k, "id": tc["id"], "type": "function",
+                                           "function": {"name": tc["function"]["name"], "arguments": args[:7]}}]})
+            deltas.append({"tool_calls": [{"index": k, "function": {"arguments": args[7:]}}]})
+        if message.get("content"):
+            deltas.append({"content": message["content"]})
+        events = [{"id": f"cmpl-{i}", "model": req["model"], "choices": [
+            {"index": 0, "delta": d, "finish_reason": finish if j == len(deltas) - 1 else None}]}
+            for j, d in enumerate(deltas)]
+        events.append({"id": f"cmpl-{i}", "model": req["model"], "choices": [], "usage": usage})
+        text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+        await self._send(send, 200, "text/event-stream", text)
+
+    @staticmethod
+    async def _send(send, status: int, ctype: str, text: str) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", ctype.encode())]})
+        await send({"type": "http.response.body", "body": text.encode()})
