@@ -3,7 +3,7 @@
 OpenClaw works the task with its own tools (read, write, edit, apply_patch, ls, exec, process,
 web_*, memory_*), which carry the names of clawsdk's core tool servers. The task's `tools:` say
 which of them it gets (core: files and commands; web; memory; openclaw: all three) and its
-`tool_policy` filters them with clawsdk's own matcher (clawsdk.mcp.policy), so a task means the same
+`tool_policy` filters them with clawsdk's own matcher (clawsdk.tasks.policy), so a task means the same
 under OpenClaw as under the built-in agent. Everything else OpenClaw offers (sessions, messaging,
 UI, automation, media, secrets...) is denied by group, and tool search is off so the model sees
 the tools themselves rather than a search meta tool.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawsdk.mcp.policy import tool_allowed
+from clawsdk.tasks.policy import tool_allowed
 from clawsdk.tasks.model import Task
 
 PROVIDER = "clawsdk"
