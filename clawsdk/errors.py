@@ -86,9 +86,10 @@ class TaskFormatError(ClawError):
         self.path = str(path)
         self.field = field
         self.task_id = task_id
-        self.message = message
+        # one line whatever the parser said: it is printed as one `skipped task:` line and stored
+        self.message = " ".join(str(message).split()) if "\n" in str(message) else str(message)
         where = self.path + (f": {field}" if field else "")
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}: {self.message}")
 
 
 class PluginError(ClawError):

@@ -384,9 +384,11 @@ def as_task_error(where: str | os.PathLike, e: Exception) -> TaskFormatError:
         return TaskFormatError(str(where), "nested too deep to read; set CLAWSDK_MAX_NESTING lower")
     if isinstance(e, MemoryError):
         return TaskFormatError(str(where), "too large to read into memory")
-    if isinstance(e, FileNotFoundError):
-        return TaskFormatError(e.filename or str(where), "missing (or removed while loading)")
     if isinstance(e, OSError):
-        return TaskFormatError(e.filename or str(where), f"cannot be read: {e.strerror or e}")
+        # a name relative to a descriptor says less than the task file being loaded
+        name = e.filename if isinstance(e.filename, str) and e.filename.startswith("/") else str(where)
+        if isinstance(e, FileNotFoundError):
+            return TaskFormatError(name, "missing (or removed while loading)")
+        return TaskFormatError(name, f"cannot be read: {e.strerror or e}")
     detail = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
     return TaskFormatError(str(where), f"cannot be loaded ({type(e).__name__}" + (f": {detail})" if detail else ")"))

@@ -100,6 +100,8 @@ def build_verifier(*, grading_type: str | None, has_reward: bool, rules: list[di
     elif rubric:
         judge["rubric"] = rubric
     has_rubric = bool(rules or rubric)
+    if grading_type is not None and not isinstance(grading_type, str):
+        raise ValueError(f"grading_type must be text (automated, hybrid or llm_judge), not {type(grading_type).__name__}")
     kind = (grading_type or "").strip().lower()
     if kind in ("llm_judge", "rubric", "judge"):
         if not has_rubric:

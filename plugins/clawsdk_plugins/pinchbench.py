@@ -269,8 +269,10 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
     if timeout is not None:
         try:
             limits["timeout_s"] = float(timeout)
-        except (TypeError, ValueError):
-            raise TaskFormatError(str(md), f"must be a number of seconds, got {timeout!r}",
+            if not 0 < limits["timeout_s"] < float("inf"):
+                raise ValueError(timeout)
+        except (TypeError, ValueError, OverflowError):
+            raise TaskFormatError(str(md), f"must be a positive number of seconds, got {timeout!r}",
                                   field="timeout_seconds", task_id=task_id) from None
     if grading != "automated":
         limits["verifier_timeout_s"] = 300.0
