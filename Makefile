@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast venv bench clean
+.PHONY: demo test test-fast docs-check venv bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# every `clawsdk ...` command in README.md and docs/*.md against the real CLI (also part of `make test`)
+docs-check: $(STAMP)
+	$(PY) -m pytest -q tests/docs
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests

@@ -83,7 +83,8 @@ class Registry:
         table = self.tables[kind]
         if name not in table:
             known = ", ".join(sorted(table)) or "none"
-            raise PluginError(f"no {kind[:-1].replace('_', ' ')} named {name!r} (available: {known})")
+            singular = kind[:-2] if kind.endswith("xes") else kind[:-1]  # sandboxes -> sandbox
+            raise PluginError(f"no {singular.replace('_', ' ')} named {name!r} (available: {known})")
         return table[name]
 
     def names(self, kind: str) -> list[str]:

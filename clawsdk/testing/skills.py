@@ -50,6 +50,8 @@ class SkillReport:
     name: str
     tools: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    #: checks that did not apply, so were neither passed nor failed
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -61,7 +63,8 @@ class SkillReport:
 
     def summary(self) -> str:
         lines = [f"skill {self.name}: {'passes' if self.ok else 'FAILS'} "
-                 f"({len(self.findings) - len(self.failures)}/{len(self.findings)} checks, {len(self.tools)} tools)"]
+                 f"({len(self.findings) - len(self.failures)}/{len(self.findings)} checks, {len(self.tools)} tools"
+                 + (f"; not checked: {', '.join(self.skipped)}" if self.skipped else "") + ")"]
         lines += [f"  FAIL {f.check}: {f.detail}" for f in self.failures]
         return "\n".join(lines)
 
@@ -126,24 +129,47 @@ def _crashed(name: str, result: Any) -> bool:
     return bool(result.is_error) and _text(result).strip() in (f"Error executing tool {name}", "")
 
 
+def _find_skill_md(factory: Callable[..., Any]) -> Path | None:
+    """The factory's SKILL.md: in its `skill_dir`, else beside the module that defines it."""
+    folder = getattr(factory, "skill_dir", None)
+    if folder is not None:
+        return Path(folder) / "SKILL.md"
+    import inspect
+
+    try:
+        beside = Path(inspect.getfile(factory)).parent / "SKILL.md"
+    except (TypeError, OSError):
+        return None
+    return beside if beside.is_file() else None
+
+
 async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLike | None = None,
                       task: Any = None, sandbox_factory: Callable[[], Any] | None = None,
-                      require_skill_md: bool = True) -> SkillReport:
-    """Run every check on the server `factory(sandbox, task)` builds; never raises for a failed check."""
+                      require_skill_md: bool = True, name: str | None = None) -> SkillReport:
+    """Run every check on the server `factory(sandbox, task)` builds; never raises for a failed check.
+
+    The SKILL.md is `skill_md`, else `factory.skill_dir / "SKILL.md"`, else one beside the factory's
+    module. None found is a failed check unless `require_skill_md=False` (a plain tool server), and
+    then it is listed as not checked, never counted as a pass. `name` is what the report is called
+    (the registered name); by default the SKILL.md's name, else the factory's."""
     from mcp import Client
 
     from clawsdk.mcp.toolkit import SkillFormatError, load_skill_md
     from clawsdk.tasks.model import File, Task
 
-    report = SkillReport(name=getattr(factory, "__name__", "skill"))
+    report = SkillReport(name=name or getattr(factory, "__name__", "skill"))
     manifest = None
-    md = skill_md or (Path(factory.skill_dir) / "SKILL.md" if hasattr(factory, "skill_dir") else None)
+    md = skill_md or _find_skill_md(factory)
     if md is None:
-        report.add("SKILL.md", not require_skill_md, "no SKILL.md given (skill_md=...)")
+        if require_skill_md:
+            report.add("SKILL.md", False, "no SKILL.md found: pass skill_md=PATH, or set the factory's skill_dir "
+                                          "(server.skill_dir = Path(__file__).parent) to the folder holding it")
+        else:
+            report.skipped.append("SKILL.md (a plain tool server: none to check)")
     else:
         try:
             manifest = load_skill_md(md)
-            report.name = manifest.name
+            report.name = name or manifest.name
             report.add("SKILL.md", True)
         except SkillFormatError as e:
             report.add("SKILL.md", False, str(e))

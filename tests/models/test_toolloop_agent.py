@@ -151,3 +151,10 @@ def test_cli_explains_an_unknown_model_backend(tmp_path):
     res = CliRunner().invoke(cli_main, ["run", str(tmp_path / "tasks"), "--agent", "tool-loop", "--model", "nope:x",
                                         "--db", str(tmp_path / "cli.db")])
     assert res.exit_code == 2 and "no model named 'nope'" in res.output and "openai" in res.output
+
+
+def test_cli_explains_an_unknown_sandbox_in_plain_words(tmp_path):
+    save_task(write_task(), tmp_path / "tasks" / "hello-file")
+    res = CliRunner().invoke(cli_main, ["run", str(tmp_path / "tasks"), "--sandbox", "dokker",
+                                        "--db", str(tmp_path / "cli.db")])
+    assert res.exit_code == 2 and "no sandbox named 'dokker' (available: bwrap, docker, local" in res.output

@@ -294,3 +294,57 @@ def test_the_kit_catches_a_skill_that_escapes_crashes_or_lacks_a_description(tmp
     (bad_md / "SKILL.md").write_text("---\nname: Bad Name\n---\nx\n")
     report = anyio.run(lambda: check_skill(leaky, skill_md=bad_md / "SKILL.md"))
     assert any(f.check == "SKILL.md" and "lower-case" in f.detail for f in report.failures)
+
+
+def _plain_server(sandbox, task=None):
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("nameless", instructions="Notes.")
+
+    @server.tool()
+    async def note_count() -> int:
+        """How many notes there are."""
+        return 0
+
+    return server
+
+
+def test_the_kit_fails_a_skill_whose_skill_md_it_cannot_find(tmp_path):
+    from clawsdk.testing.skills import check_skill
+
+    report = anyio.run(lambda: check_skill(_plain_server))
+    assert not report.ok
+    assert [f.detail for f in report.failures if f.check == "SKILL.md"] == [
+        "no SKILL.md found: pass skill_md=PATH, or set the factory's skill_dir (server.skill_dir = "
+        "Path(__file__).parent) to the folder holding it"]
+    missing = anyio.run(lambda: check_skill(_plain_server, skill_md=tmp_path / "SKILL.md"))
+    assert any(f.check == "SKILL.md" and "no SKILL.md here" in f.detail for f in missing.failures)
+    # a plain tool server: not checked, and not counted as a passed check either
+    plain = anyio.run(lambda: check_skill(_plain_server, require_skill_md=False, name="notes"))
+    assert plain.ok and "SKILL.md" not in {f.check for f in plain.findings}
+    assert plain.summary().startswith("skill notes: passes") and "not checked: SKILL.md" in plain.summary()
+
+
+def test_skills_check_fails_a_registered_skill_without_skill_dir_and_names_it(monkeypatch):
+    import types
+
+    from click.testing import CliRunner
+
+    from clawsdk.cli import cli
+    from clawsdk.hookspecs import hookimpl
+    from clawsdk.plugins import register_plugin, reset_registry
+
+    plugin = types.ModuleType("third_party_notes")
+    plugin.register_skills = hookimpl(lambda register: register("notes", _plain_server))
+    reset_registry()
+    try:
+        register_plugin(plugin)
+        res = CliRunner().invoke(cli, ["skills", "check", "notes"])
+        assert res.exit_code == 1, res.output
+        assert res.output.startswith("skill notes: FAILS") and "no SKILL.md found" in res.output
+        res = CliRunner().invoke(cli, ["skills", "check", "core", "calendar"])
+        assert res.exit_code == 0, res.output
+        assert "skill core: passes" in res.output and "not checked: SKILL.md" in res.output
+        assert "skill calendar: passes" in res.output
+    finally:
+        reset_registry()
