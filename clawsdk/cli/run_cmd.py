@@ -73,9 +73,10 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
         from clawsdk.sandbox.capabilities import default_sandbox
 
         sandbox = default_sandbox()
-    if sandbox == "local" and not as_json:
-        err_console.print("[dim]note: the 'local' sandbox does not isolate commands; use it for trusted "
-                          "tasks only (see --sandbox)[/dim]")
+    if sandbox == "local":
+        from clawsdk_plugins.sandbox_local import exposure_warning
+
+        err_console.print(exposure_warning(), style="yellow", markup=False, highlight=False)
     options = parse_options(agent_opts, "--agent-opt")
     if model:
         options["model"] = model
