@@ -15,14 +15,13 @@ import signal
 import subprocess
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import anyio
 
 from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import Entry, ExecResult, Sandbox, SandboxConfig
-from clawsdk.sandbox.hostroot import OWNER_FILE, owner_alive, owner_tag
+from clawsdk.sandbox import hostroot
 from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
 
@@ -54,37 +53,8 @@ _swept: set[Path] = set()
 
 def sweep_orphans(base: Path, backend: str = "local") -> int:
     """Remove `backend`'s workspaces whose runner died without closing them (SIGKILL), and kill what
-    still runs there. Other backends' workspaces under the same root are theirs to sweep.
-
-    Returns how many were removed. Runs once per process and root, before its first sandbox.
-    """
-    removed = 0
-    for folder in base.glob("sb-*"):
-        try:
-            tag = (folder / OWNER_FILE).read_text()
-        except OSError:
-            tag = ""
-        if tag and (not tag.startswith(backend + " ") or owner_alive(tag)):
-            continue
-        try:
-            if not tag and time.time() - folder.stat().st_mtime < 60:
-                continue  # just created by a live runner that has not written its owner file yet
-        except OSError:
-            continue
-        real = os.path.realpath(folder)
-        for proc in Path("/proc").glob("[0-9]*"):
-            try:
-                cwd = os.readlink(proc / "cwd")
-            except OSError:
-                continue
-            if cwd == real or cwd.startswith(real + os.sep):
-                try:
-                    os.kill(int(proc.name), signal.SIGKILL)
-                except OSError:
-                    pass
-        shutil.rmtree(folder, ignore_errors=True)
-        removed += 1
-    return removed
+    still runs there. Runs once per process and root, before its first sandbox."""
+    return hostroot.sweep_orphans(base, backend, kill_processes=True)
 
 
 def kill_group(pid: int) -> None:
@@ -118,12 +88,11 @@ class HostDirSandbox(Sandbox):
         if base not in _swept:
             _swept.add(base)
             await anyio.to_thread.run_sync(sweep_orphans, base, self.name)
-        self.root = base / f"sb-{uuid.uuid4().hex[:12]}"
+        self.root = base / hostroot.root_name(self.name)  # the name is the owner tag: no window untagged
         self.workspace = self.root / "workspace"
         self.home = self.root / "home"
         try:
             self.workspace.mkdir(parents=True)
-            (self.root / OWNER_FILE).write_text(owner_tag(self.name))
             self.home.mkdir()
             for f in task.workspace:
                 self._write_sync(f.path, f.data, f.executable)

@@ -1,23 +1,41 @@
-"""Sandbox roots on the host for the isolating backends: a size-limited tmpfs each (as root),
-an owner tag, and a sweep of roots whose process was killed.
+"""Sandbox roots on the host: a size-limited tmpfs each (isolating backends, as root), named
+after their owner, and a sweep of roots whose process was killed.
 
 A sandbox root holds what the sandbox may write (workspace, home) and what the host shows it
 (hidden files, its /etc files). As root it is a tmpfs of its own, so a command that fills
-the disk fills only its quota. The owner tag names the backend and the process (pid and
-start time, so a reused pid is not mistaken for the owner); a later start removes roots
-whose owner is gone, mounted or not.
+the disk fills only its quota. The root's very name carries its owner (backend, pid and the
+pid's start time, so a reused pid is not mistaken for the owner): it is tagged by the mkdir
+that creates it, before anything is mounted or written, so a SIGKILL at any moment (between
+mkdir and mount, or half-way through a teardown) leaves a root the next start recognises and
+finishes removing, mounted or not.
+
+A tmpfs quota is memory. The quotas of the roots a process holds are counted against the
+memory available when each is created; one that would take the total past half of it gets a
+smaller quota, with a warning that says what to lower.
 """
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import shutil
+import signal
+import threading
+import time
 import uuid
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 MIB = 1024 * 1024
+#: the tag file of roots made before their names carried the owner (still read by the sweep)
 OWNER_FILE = ".clawsdk-owner"
+#: the share of available memory that all of a process's tmpfs quotas together may promise
+MEMORY_SHARE = 0.5
+MIN_QUOTA_MB = 64
+#: an untagged root of the old naming this old is a leftover, whoever made it
+LEGACY_GRACE_S = 60
 
 _libc = None
 
@@ -78,44 +96,133 @@ def owner_alive(tag: str) -> bool:
     return process_start(int(parts[1])) == parts[2]
 
 
+def root_name(backend: str) -> str:
+    """`sb-<random>-<backend>-<pid>-<start>`: the name says who owns the root."""
+    return f"sb-{uuid.uuid4().hex[:12]}-{backend}-{os.getpid()}-{process_start(os.getpid())}"
+
+
+def owner_of(folder: Path) -> str | None:
+    """The owner tag of a sandbox root ("backend pid start"), from its name or its old tag file."""
+    parts = folder.name.split("-")
+    if len(parts) == 5 and parts[0] == "sb":
+        return " ".join(parts[2:])
+    try:
+        return (folder / OWNER_FILE).read_text()
+    except OSError:
+        return None
+
+
+def available_memory_mb() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+_quota_lock = threading.Lock()
+_committed_mb = 0
+_warned = False
+
+
+def reserve_quota(wanted_mb: int) -> int:
+    """The tmpfs quota a new root may have: `wanted_mb`, or less when memory would not cover them all."""
+    global _committed_mb, _warned
+    with _quota_lock:
+        avail = available_memory_mb()
+        grant = wanted_mb
+        if avail is not None:
+            # held roots count at their full quota, what they may yet be filled with (MemAvailable has
+            # already dropped by what they hold, so this errs on the safe side)
+            room = int(avail * MEMORY_SHARE) - _committed_mb
+            if room < wanted_mb:
+                grant = max(MIN_QUOTA_MB, room)
+                if not _warned:
+                    _warned = True
+                    log.warning(
+                        "sandbox disk quotas are memory (tmpfs): %d MiB already promised plus %d MiB would pass "
+                        "half of the %d MiB available; new sandboxes get %d MiB. Lower --concurrency or the "
+                        "disk_mb sandbox option (or set CLAWSDK_SANDBOX_ROOT to a disk folder for local/bwrap "
+                        "without root)", _committed_mb, wanted_mb, avail, grant)
+        _committed_mb += grant
+        return grant
+
+
+def release_quota(mb: int) -> None:
+    global _committed_mb
+    with _quota_lock:
+        _committed_mb = max(0, _committed_mb - mb)
+
+
 class SandboxRoot:
-    """One sandbox's folder under `base`: created, tagged, optionally a tmpfs, removed."""
+    """One sandbox's folder under `base`: created (owner in its name), optionally a tmpfs, removed."""
 
     def __init__(self, base: Path, backend: str, quota_mb: int = 0):
         self.base = base
         self.backend = backend
-        self.path = base / f"sb-{uuid.uuid4().hex[:12]}"
+        self.path = base / root_name(backend)
         self.quota_mb = quota_mb
         self.mounted = False
+        self._reserved = 0
 
     def create(self) -> Path:
         self.path.mkdir(mode=0o711)
         if self.quota_mb and can_mount():
-            mount_tmpfs(self.path, self.quota_mb)
+            self._reserved = reserve_quota(self.quota_mb)
+            mount_tmpfs(self.path, self._reserved)
             self.mounted = True
-        (self.path / OWNER_FILE).write_text(owner_tag(self.backend))
         return self.path
 
     def remove(self) -> None:
+        # umount first: a kill after it leaves a plain folder, which the sweep removes by its name
         if self.mounted:
             umount(self.path)
             self.mounted = False
+        if self._reserved:
+            release_quota(self._reserved)
+            self._reserved = 0
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-def sweep_orphans(base: Path, backend: str) -> int:
-    """Remove `backend`'s sandbox roots under `base` whose process is gone. Returns how many."""
+def sweep_orphans(base: Path, backend: str, *, kill_processes: bool = False) -> int:
+    """Remove `backend`'s sandbox roots under `base` whose process is gone, mounted or not, half-removed
+    or never finished; with `kill_processes`, first kill what still runs in them (local sandboxes).
+
+    Other backends' roots are theirs to sweep. Returns how many were removed.
+    """
     swept = 0
     mounts = mounts_under(base)
     for root in list(base.glob("sb-*")):
-        try:
-            tag = (root / OWNER_FILE).read_text()
-        except OSError:
-            continue  # not tagged (a local sandbox) or being removed
-        if not tag.startswith(backend + " ") or owner_alive(tag):
+        tag = owner_of(root)
+        if tag is None:  # an old-style root killed before its tag was written
+            try:
+                if time.time() - root.lstat().st_mtime < LEGACY_GRACE_S:
+                    continue
+            except OSError:
+                continue
+        elif not tag.startswith(backend + " ") or owner_alive(tag):
             continue
+        if kill_processes:
+            _kill_inside(root)
         if root in mounts:
             umount(root)
         shutil.rmtree(root, ignore_errors=True)
         swept += 1
     return swept
+
+
+def _kill_inside(folder: Path) -> None:
+    real = os.path.realpath(folder)
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cwd == real or cwd.startswith(real + os.sep):
+            try:
+                os.kill(int(proc.name), signal.SIGKILL)
+            except OSError:
+                pass

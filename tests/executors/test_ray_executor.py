@@ -62,7 +62,7 @@ def traces(db: Path, run_id: str) -> dict:
 
 
 TIMINGS = ("duration_s", "duration_ms", "elapsed_s")
-VARIES = [(re.compile(r"sb-[0-9a-f]{8,}"), "sb-ID"),  # each sandbox's random folder name
+VARIES = [(re.compile(r"sb-[0-9a-f]{8,}(?:-[a-z]+-\d+-\w+)?"), "sb-ID"),  # each sandbox's folder name
           (re.compile(r"Ran (\d+) tests? in [0-9.]+s"), r"Ran \1 tests in Ts")]  # unittest's own timing
 
 
