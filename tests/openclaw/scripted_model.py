@@ -67,3 +67,38 @@ class PlannedModel:
     async def _send(send, status: int, ctype: str, text: str) -> None:
         await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", ctype.encode())]})
         await send({"type": "http.response.body", "body": text.encode()})
+
+
+def main() -> None:
+    """Serve a task's reference solution as planned tool calls: a model for trying `--agent openclaw` by hand.
+
+        python tests/openclaw/scripted_model.py examples/tasks/access-log-report --port 8111
+        clawsdk run examples/tasks/access-log-report --agent openclaw --model planned \\
+            --base-url http://127.0.0.1:8111/v1 --sandbox bwrap
+
+    It answers the i-th request of any client with step i, so serve one rollout at a time.
+    """
+    import argparse
+
+    import anyio
+
+    from clawsdk.mcp.proxy import serving
+    from clawsdk.tasks.sources import load_tasks
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("task")
+    parser.add_argument("--port", type=int, default=8111)
+    ns = parser.parse_args()
+    (task,) = load_tasks(ns.task).tasks
+    model = PlannedModel([tool_call(i, c.tool, c.args) for i, c in enumerate(task.solution or [])])
+
+    async def serve() -> None:
+        async with serving(model, port=ns.port) as url:
+            print(f"{url}/v1 answers with {len(model.plan)} planned tool call(s), then a final message", flush=True)
+            await anyio.sleep_forever()
+
+    anyio.run(serve)
+
+
+if __name__ == "__main__":
+    main()
