@@ -22,7 +22,28 @@ CORE_COMMANDS = {
     "convert": "clawsdk.cli.convert_cmd:convert_command",
     "plugins": "clawsdk.cli.plugins_cmd:plugins_command",
     "watch": "clawsdk.cli.watch_cmd:watch_command",
+    "data": "clawsdk.cli.data_cmd:data_group",
+    "train": "clawsdk.cli.train_cmd:train_group",
 }
+
+
+def plugin_commands() -> dict[str, click.Command]:
+    """The plugins' commands; one named like a core command is refused, and said so once."""
+    from clawsdk.plugins import get_registry
+
+    registry = get_registry()
+    table = registry.tables["commands"]
+    for name in [n for n in table if n in CORE_COMMANDS]:
+        owner = registry.owner("commands", name)
+        note = f"refused command {name!r}: clawsdk has its own command of that name"
+        del table[name]
+        for info in registry.plugins:
+            if info.name == owner:
+                info.notes.append(note)
+                if name in info.provides.get("commands", []):
+                    info.provides["commands"].remove(name)
+        click.echo(f"warning: plugin {owner}: {note}", err=True)
+    return table
 
 
 class LazyGroup(click.Group):
@@ -38,20 +59,15 @@ class LazyGroup(click.Group):
         self.add_command(command, name)
         return command
 
-    def _plugin_commands(self) -> dict[str, click.Command]:
-        from clawsdk.plugins import get_registry
-
-        return get_registry().tables["commands"]
-
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.commands:
             return self.commands[name]
         if name in self.lazy:
             return self._core(name)
-        return self._plugin_commands().get(name)
+        return plugin_commands().get(name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*self.commands, *self.lazy, *self._plugin_commands()})
+        return sorted({*self.commands, *self.lazy, *plugin_commands()})
 
 
 def _version() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from clawsdk.cli.common import console
@@ -14,9 +15,11 @@ from clawsdk.cli.common import console
 @click.option("--json", "as_json", is_flag=True)
 def plugins_command(as_json):
     """List loaded plugins, where each comes from and what it provides."""
+    from clawsdk.cli import plugin_commands
     from clawsdk.plugins import get_registry
 
     registry = get_registry()
+    plugin_commands()  # settles plugin commands against the core's, so clashes show below
     if as_json:
         click.echo(json.dumps([p.__dict__ for p in registry.plugins], indent=2))
         return
@@ -25,6 +28,8 @@ def plugins_command(as_json):
         table.add_column(col)
     for p in registry.plugins:
         provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in p.provides.items())
-        status = f"[red]failed: {p.error}[/red]" if p.error else "[green]ok[/green]"
+        status = f"[red]failed: {escape(p.error)}[/red]" if p.error else "[green]ok[/green]"
+        if p.notes:
+            status += "".join(f"\n[yellow]{escape(n)}[/yellow]" for n in p.notes)
         table.add_row(p.name, p.origin, provides, status)
     console.print(table)

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from clawsdk.cli.common import console, db_option, err_console, fmt_reward, friendly_errors, parse_options
+from clawsdk.cli.options import agent_options, json_option, rollout_options
 from clawsdk.errors import TaskFormatError
 from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
 from clawsdk.sandbox.base import SandboxConfig
@@ -33,18 +34,9 @@ def print_task_errors(errors: list[TaskFormatError]) -> None:
 
 @click.command("run")
 @click.argument("tasks", nargs=-1, required=True)
-@click.option("--agent", "-a", default="oracle", show_default=True, help="Agent plugin.")
-@click.option("--agent-opt", "agent_opts", multiple=True, metavar="KEY=VALUE", help="Option for the agent.")
-@click.option("--model", "-m", default=None, help="Model for agents that use one (e.g. embedded, openai:NAME).")
-@click.option("--base-url", default=None, help="Base URL for an OpenAI-compatible model server.")
-@click.option("--sandbox", "-s", default="auto", show_default=True,
-              help="Sandbox plugin; auto is bwrap where bubblewrap works, else local.")
-@click.option("--sandbox-root", default=None, help="Where workspaces live (default: /dev/shm if it has room).")
+@agent_options()
+@rollout_options()
 @click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1), help="Rollouts per task.")
-@click.option("--concurrency", "-c", default=8, show_default=True, type=click.IntRange(1),
-              help="Rollouts at once.")
-@click.option("--retries", default=2, show_default=True, type=click.IntRange(0),
-              help="Retries of infrastructure failures.")
 @click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it.")
 @click.option("--executor", "-x", default="local", show_default=True, help="Where rollouts run (local, ray).")
 @click.option("--executor-opt", "executor_opts", multiple=True, metavar="KEY=VALUE",
@@ -52,7 +44,7 @@ def print_task_errors(errors: list[TaskFormatError]) -> None:
 @click.option("--ray-address", default=None, help="Run on this Ray cluster (implies --executor ray; 'auto' joins "
               "the local node's cluster).")
 @db_option
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@json_option("Print the summary as JSON.")
 @click.option("--watch", is_flag=True, help="Show the live terminal view while the run goes on (needs textual).")
 @friendly_errors
 def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root, samples, concurrency, retries,

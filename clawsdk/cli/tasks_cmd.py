@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from clawsdk.cli.common import console, fmt_reward, friendly_errors
+from clawsdk.cli.options import concurrency_option, sandbox_option
 from clawsdk.cli.run_cmd import load_all, print_task_errors
 from clawsdk.tasks.validate import validate_tasks
 
@@ -78,9 +79,8 @@ def show_command(path, task_id):
 
 @tasks_group.command("validate")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--sandbox", "-s", default="auto", show_default=True,
-              help="Sandbox plugin; auto is bwrap where bubblewrap works, else local.")
-@click.option("--concurrency", "-c", default=4, show_default=True, type=click.IntRange(1))
+@sandbox_option()
+@concurrency_option(4, "Tasks validated at once.")
 @click.option("--json", "as_json", is_flag=True)
 @friendly_errors
 def validate_command(paths, sandbox, concurrency, as_json):

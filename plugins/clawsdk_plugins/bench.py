@@ -57,6 +57,7 @@ def _ks(value: str | None) -> list[int] | None:
 
 def make_group() -> click.Group:
     from clawsdk.cli.common import console, db_option, err_console, friendly_errors, parse_options
+    from clawsdk.cli.options import agent_options, rollout_options
 
     @click.group("bench")
     def bench() -> None:
@@ -172,18 +173,10 @@ def make_group() -> click.Group:
 
     @bench.command("run")
     @click.argument("benchmark")
-    @click.option("--agent", "-a", default="oracle", show_default=True, help="Agent plugin.")
-    @click.option("--agent-opt", "agent_opts", multiple=True, metavar="KEY=VALUE", help="Option for the agent.")
-    @click.option("--model", "-m", default=None, help="Model for agents that use one.")
-    @click.option("--base-url", default=None, help="Base URL for an OpenAI-compatible model server.")
+    @agent_options()
     @click.option("--samples", "-k", default=None, type=click.IntRange(1),
                   help="Samples per task [default: the manifest's].")
-    @click.option("--sandbox", "-s", default="auto", show_default=True,
-                  help="Sandbox plugin (auto: bwrap where it works, else local).")
-    @click.option("--sandbox-root", default=None, help="Where workspaces live.")
-    @click.option("--concurrency", "-c", default=8, show_default=True, type=click.IntRange(1))
-    @click.option("--retries", default=2, show_default=True, type=click.IntRange(0),
-                  help="Retries of infrastructure failures before a sample is reported unscored.")
+    @rollout_options()
     @click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it and retries unscored samples.")
     @click.option("--tasks", "task_specs", multiple=True, metavar="SPEC",
                   help="Where to find the manifest's tasks if neither the store nor its sources have them.")

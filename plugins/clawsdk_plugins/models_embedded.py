@@ -96,6 +96,11 @@ class EmbeddedModel(TransformersModel):
 
     backend = "embedded"
 
+    @staticmethod
+    def weights(name: str = "") -> str:
+        """The dequantized safetensors copy trainers start from (a quantized model cannot be trained)."""
+        return str(dequantized_copy(embedded_gguf()))
+
     def __init__(self, name: str | None = None, *, device: str = "cpu", **options: Any):
         if name and name != EMBEDDED_NAME:
             raise ValueError(f"the embedded backend has one model, {EMBEDDED_NAME!r} (got {name!r}); "

@@ -23,6 +23,13 @@ class TransformersModel(LocalChatModel):
 
     backend = "transformers"
 
+    @staticmethod
+    def weights(name: str = "") -> str:
+        """The local checkpoint folder a trainer starts from (clawsdk.train.resolve_weights)."""
+        if not name:
+            raise ValueError("the transformers backend needs a checkpoint: transformers:PATH")
+        return name
+
     def __init__(self, name: str | None = None, *, device: str = "auto", dtype: str = "auto",
                  gguf_file: str | None = None, trust_remote_code: bool = False, threads: int | None = None,
                  **options: Any):

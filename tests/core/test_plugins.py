@@ -2,6 +2,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from clawsdk.plugins import Registry
 
 
@@ -65,3 +67,129 @@ def test_builtins_register_through_the_hooks():
     assert "local" in r.names("sandboxes") and "core" in r.names("skills")
     assert "checks" in r.names("verifiers") and "native" in r.names("task_sources")
     assert all(p.error is None for p in r.plugins), [p for p in r.plugins if p.error]
+
+
+# ---- names, ordering, wrappers: the registry calls the hooks through pluggy ----------------------
+
+from clawsdk.errors import PluginError  # noqa: E402
+from clawsdk.hookspecs import hookimpl  # noqa: E402
+
+
+def _sandbox_plugin(name, factory, **register_kw):
+    class Plugin:
+        @hookimpl
+        def register_sandboxes(self, register):
+            register(name, factory, **register_kw)
+
+    return Plugin()
+
+
+def test_a_name_taken_is_refused_naming_both_plugins():
+    r = Registry()
+    r.load_builtins()
+    builtin_local = r.get("sandboxes", "local")
+    info = r.add_plugin(_sandbox_plugin("local", lambda config=None: None), "claw_clash")
+    assert r.get("sandboxes", "local") is builtin_local
+    assert r.owner("sandboxes", "local") == "clawsdk_plugins.sandbox_local"
+    assert info.notes == ["refused sandbox 'local': plugin clawsdk_plugins.sandbox_local registered it first "
+                          "(register it with replace=True to take it over)"]
+    assert "sandboxes" not in info.provides
+
+
+def test_replace_true_takes_a_name_over_and_both_reports_say_so():
+    r = Registry()
+    r.load_builtins()
+
+    def mine(config=None):
+        return None
+
+    info = r.add_plugin(_sandbox_plugin("local", mine, replace=True), "claw_override")
+    assert r.get("sandboxes", "local") is mine and r.owner("sandboxes", "local") == "claw_override"
+    assert info.notes == ["replaced sandbox 'local' of plugin clawsdk_plugins.sandbox_local"]
+    builtin = next(p for p in r.plugins if p.name == "clawsdk_plugins.sandbox_local")
+    assert "local" not in builtin.provides["sandboxes"]
+    assert builtin.notes == ["sandbox 'local' replaced by plugin claw_override"]
+
+
+def test_first_in_load_order_wins_whatever_order_pluggy_calls_in():
+    first, second = (lambda config=None: "first"), (lambda config=None: "second")
+    r = Registry()
+    infos = r.load((_sandbox_plugin("same", first), "claw_a"), (_sandbox_plugin("same", second), "claw_b"))
+    assert r.get("sandboxes", "same") is first  # pluggy calls claw_b first (last registered, first called)
+    assert infos[1].notes[0].startswith("refused sandbox 'same': plugin claw_a registered it first")
+
+
+def test_tryfirst_trylast_and_wrappers_apply():
+    calls = []
+
+    class Late:
+        @hookimpl(trylast=True)
+        def register_agents(self, register):
+            calls.append("late")
+
+    class Early:
+        @hookimpl(tryfirst=True)
+        def register_agents(self, register):
+            calls.append("early")
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def register_agents(self, register):
+            calls.append("wrapper in")
+            result = yield
+            calls.append("wrapper out")
+            return result
+
+    Registry().load((Late(), "late"), (Early(), "early"), (Wrapper(), "wrapper"))
+    assert calls == ["wrapper in", "early", "late", "wrapper out"]
+
+
+def test_a_failing_hook_is_reported_on_its_plugin_and_the_others_register():
+    class Broken:
+        @hookimpl(tryfirst=True)  # called before the good one: it must not stop the call
+        def register_sandboxes(self, register):
+            raise RuntimeError("exploded")
+
+    good = _sandbox_plugin("good", lambda config=None: None)
+    r = Registry()
+    broken_info, good_info = r.load((Broken(), "claw_broken"), (good, "claw_good"))
+    assert broken_info.error == "register_sandboxes failed: RuntimeError: exploded"
+    assert r.owner("sandboxes", "good") == "claw_good" and good_info.error is None
+
+
+def test_unknown_name_error_uses_the_singular_kind():
+    r = Registry()
+    r.load_builtins()
+    with pytest.raises(PluginError, match=r"^no sandbox named 'nope' \(available: bwrap, docker, local\)$"):
+        r.get("sandboxes", "nope")
+    with pytest.raises(PluginError, match=r"^no task source named 'nope'"):
+        r.get("task_sources", "nope")
+
+
+def test_a_plugin_command_named_like_a_core_command_is_reported(tmp_path):
+    _write_plugin_dist(tmp_path, "claw_cmd", """
+        import click
+        from clawsdk.hookspecs import hookimpl
+
+        @click.command("runs")
+        def runs():
+            '''Not the store's runs.'''
+
+        @click.command("hello")
+        def hello():
+            '''Say hello.'''
+            click.echo("hello from a plugin")
+
+        @hookimpl
+        def register_commands(register):
+            register(runs)
+            register(hello)
+    """)
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "clawsdk", "hello"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "hello from a plugin"
+    assert "warning: plugin claw_cmd: refused command 'runs': clawsdk has its own command of that name" in out.stderr
+    plugins = _plugins_json(tmp_path)
+    assert plugins["claw_cmd"]["provides"] == {"commands": ["hello"]}

@@ -1,0 +1,73 @@
+"""Option lists that several commands take, defined once (core commands and plugin commands alike)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+Decorator = Callable[[Callable], Callable]
+
+
+def stack(*options: Decorator) -> Decorator:
+    """Apply options so they show in --help in the order given."""
+
+    def apply(fn: Callable) -> Callable:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return apply
+
+
+def json_option(help: str = "Print the result as JSON.") -> Decorator:  # noqa: A002 - click's own name
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def opts_option(flag: str, dest: str, what: str) -> Decorator:
+    """A repeated KEY=VALUE option (values parsed by clawsdk.cli.common.parse_options)."""
+    return click.option(flag, dest, multiple=True, metavar="KEY=VALUE", help=f"Option for the {what} (repeat).")
+
+
+def sandbox_option(default: str = "auto", help: str | None = None) -> Decorator:  # noqa: A002
+    return click.option("--sandbox", "-s", default=default, show_default=True,
+                        help=help or "Sandbox plugin; auto is bwrap where bubblewrap works, else local.")
+
+
+def concurrency_option(default: int = 8, help: str | None = "Rollouts at once.") -> Decorator:  # noqa: A002
+    return click.option("--concurrency", "-c", default=default, show_default=True, type=click.IntRange(1), help=help)
+
+
+def agent_options(default_agent: str = "oracle") -> Decorator:
+    """Which agent works the tasks, and the model it drives (run, bench run)."""
+    return stack(
+        click.option("--agent", "-a", default=default_agent, show_default=True, help="Agent plugin."),
+        opts_option("--agent-opt", "agent_opts", "agent"),
+        click.option("--model", "-m", default=None, help="Model for agents that use one (e.g. embedded, openai:NAME)."),
+        click.option("--base-url", default=None, help="Base URL for an OpenAI-compatible model server."),
+    )
+
+
+def rollout_options(sandbox_default: str = "auto", concurrency_default: int = 8) -> Decorator:
+    """Where and how many rollouts run at once, and how often an infrastructure failure is retried."""
+    return stack(
+        sandbox_option(sandbox_default),
+        click.option("--sandbox-root", default=None, help="Where workspaces live (default: /dev/shm if it has room)."),
+        concurrency_option(concurrency_default),
+        click.option("--retries", default=2, show_default=True, type=click.IntRange(0),
+                     help="Retries of infrastructure failures before a rollout is reported unscored."),
+    )
+
+
+def trainer_options(default_trainer: str) -> Decorator:
+    """What every `clawsdk train` command takes: the base model, the checkpoint folder, the trainer plugin."""
+    return stack(
+        click.option("--model", "-m", default="embedded", show_default=True,
+                     help="Base model: embedded, transformers:PATH or PATH."),
+        click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="Checkpoint folder."),
+        click.option("--trainer", default=default_trainer, show_default=True, help="Trainer plugin."),
+    )
+
+
+__all__ = ["agent_options", "concurrency_option", "json_option", "opts_option", "rollout_options",
+           "sandbox_option", "stack", "trainer_options"]

@@ -1,0 +1,181 @@
+"""`clawsdk train sft|grpo|list`: train through a trainer plugin, and the checkpoints the store knows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from clawsdk.cli.common import console, db_option, friendly_errors, parse_options
+from clawsdk.cli.options import concurrency_option, opts_option, sandbox_option, trainer_options
+from clawsdk.store.store import Store
+
+
+@click.group("train")
+def train_group():
+    """Train a model on exported data (TRL SFT) or on live sandbox rollouts (TRL GRPO)."""
+
+
+def _trainer(name: str, options: dict):
+    from clawsdk.plugins import get_registry
+
+    factory = get_registry().get("trainers", name)
+    try:
+        return factory(**options)
+    except TypeError as e:
+        raise ValueError(f"trainer {name!r} does not take these options ({sorted(options)}): {e}") from e
+
+
+def _report(result, what: str) -> None:
+    m = result.metrics
+    console.print(f"[green]trained[/green] {result.checkpoint_id} ({what}) -> {escape(str(result.path))}")
+    console.print("  " + ", ".join(f"{k} {v}" for k, v in m.items()))
+    console.print(
+        f"  evaluate it: clawsdk run TASKS --agent tool-loop --model transformers:{escape(str(result.path))}"
+    )
+
+
+@train_group.command("sft")
+@click.option(
+    "--dataset", "-d", required=True, help="Dataset id (NAME@vN), name (latest version) or export folder."
+)
+@trainer_options("trl-sft")
+@click.option("--epochs", type=float, default=1.0, show_default=True)
+@click.option(
+    "--max-steps", type=int, default=-1, show_default=True, help="Stop after this many steps (-1: epochs)."
+)
+@click.option("--lr", type=float, default=5e-5, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1), default=4, show_default=True)
+@click.option("--grad-accum", type=click.IntRange(1), default=1, show_default=True)
+@click.option(
+    "--max-length",
+    type=click.IntRange(16),
+    default=2048,
+    show_default=True,
+    help="Longer conversations are skipped (never cut).",
+)
+@click.option("--lora", is_flag=True, help="Train LoRA adapters (peft) and merge them into the checkpoint.")
+@click.option("--lora-r", type=click.IntRange(1), default=16, show_default=True)
+@opts_option("--opt", "opts", "trainer")
+@db_option
+@friendly_errors
+def sft_command(
+    dataset,
+    model,
+    out,
+    trainer,
+    epochs,
+    max_steps,
+    lr,
+    batch_size,
+    grad_accum,
+    max_length,
+    lora,
+    lora_r,
+    opts,
+    db,
+):
+    """Supervised fine-tuning; the loss covers assistant turns only."""
+    options = dict(
+        model=model,
+        epochs=epochs,
+        max_steps=max_steps,
+        lr=lr,
+        batch_size=batch_size,
+        grad_accum=grad_accum,
+        max_length=max_length,
+        lora=lora,
+        lora_r=lora_r,
+        **parse_options(opts, "--opt"),
+    )
+    result = _trainer(trainer, options).train(dataset, out, db=db)
+    _report(result, f"from {result.dataset_id or dataset}")
+
+
+@train_group.command("grpo")
+@click.option("--prompts", "-p", required=True, help="RL prompt set: dataset id, name or export folder.")
+@trainer_options("trl-grpo")
+@click.option(
+    "--num-generations",
+    "-G",
+    type=click.IntRange(2),
+    default=4,
+    show_default=True,
+    help="Rollouts per task (the group).",
+)
+@click.option("--tasks-per-step", type=click.IntRange(1), default=1, show_default=True)
+@click.option("--max-steps", type=click.IntRange(1), default=10, show_default=True)
+@click.option("--lr", type=float, default=1e-6, show_default=True)
+@sandbox_option("local", "Sandbox of the training rollouts.")
+@concurrency_option(8)
+@click.option("--max-turns", type=click.IntRange(1), default=6, show_default=True)
+@click.option("--max-tokens", type=click.IntRange(1), default=256, show_default=True, help="Per model turn.")
+@click.option(
+    "--vllm/--no-vllm", "use_vllm", default=None, help="Generate with vLLM (default: on a GPU with vllm)."
+)
+@click.option("--run-prefix", default=None, help="Prefix of the run ids of the training rollouts.")
+@opts_option("--opt", "opts", "trainer")
+@db_option
+@friendly_errors
+def grpo_command(
+    prompts,
+    model,
+    out,
+    trainer,
+    num_generations,
+    tasks_per_step,
+    max_steps,
+    lr,
+    sandbox,
+    concurrency,
+    max_turns,
+    max_tokens,
+    use_vllm,
+    run_prefix,
+    opts,
+    db,
+):
+    """GRPO with whole sandbox rollouts as completions and the verifier's score as reward."""
+    options = dict(
+        model=model,
+        num_generations=num_generations,
+        tasks_per_step=tasks_per_step,
+        max_steps=max_steps,
+        lr=lr,
+        sandbox=sandbox,
+        concurrency=concurrency,
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        use_vllm="auto" if use_vllm is None else use_vllm,
+        **parse_options(opts, "--opt"),
+    )
+    result = _trainer(trainer, options).train(prompts, out, db=db, run_prefix=run_prefix)
+    _report(result, f"{len(result.runs)} rollout rounds")
+
+
+@train_group.command("list")
+@db_option
+@friendly_errors
+def checkpoints_command(db):
+    """Checkpoints recorded in this store, with what trained them."""
+    from clawsdk.data.lineage import checkpoints
+
+    with Store(db) as store:
+        rows = checkpoints(store)
+    table = Table(title="checkpoints")
+    for col in ("id", "trainer", "dataset", "runs", "base", "path", "metrics"):
+        table.add_column(col)
+    for r in rows:
+        m = r.get("metrics") or {}
+        table.add_row(
+            r["id"],
+            r["trainer"],
+            str(r["dataset_id"] or "-"),
+            str(len(r.get("runs") or [])),
+            escape(Path(r["base_model"]).name),
+            escape(r["path"]),
+            f"steps {m.get('steps')} loss {m.get('last_loss')} reward {m.get('mean_reward_last')}",
+        )
+    console.print(table)
