@@ -99,14 +99,21 @@ class Sandbox(abc.ABC):
     ) -> ExecResult:
         """Run a command (a string goes to bash -c) in the workspace; kill its whole tree on timeout."""
 
-    @abc.abstractmethod
-    async def read(self, path: str) -> bytes: ...
+    # The file API's error contract (clawsdk.testing checks it; each message names the path):
+    # PathEscapeError for a path that leaves the workspace (absolute, `..`, or through a symlink),
+    # FileNotFoundError for a missing one, IsADirectoryError when read() is given a folder.
 
     @abc.abstractmethod
-    async def write(self, path: str, data: bytes, *, executable: bool = False) -> None: ...
+    async def read(self, path: str) -> bytes:
+        """The file's bytes; PathEscapeError, FileNotFoundError or IsADirectoryError naming `path`."""
 
     @abc.abstractmethod
-    async def list(self, path: str = ".", *, recursive: bool = False) -> list[Entry]: ...
+    async def write(self, path: str, data: bytes, *, executable: bool = False) -> None:
+        """Create or replace the file (and its parent folders); PathEscapeError naming `path`."""
+
+    @abc.abstractmethod
+    async def list(self, path: str = ".", *, recursive: bool = False) -> list[Entry]:
+        """The folder's entries; PathEscapeError or FileNotFoundError naming `path`."""
 
     @abc.abstractmethod
     async def inject_hidden(self, files: list[File]) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import anyio
 
-from clawsdk.errors import ClawError
+from clawsdk.errors import ClawError, PathEscapeError
 from clawsdk.sandbox.base import Sandbox, SandboxConfig
 from clawsdk.tasks.model import File, Task
 
@@ -227,12 +227,7 @@ async def check_env_and_cwd(factory: Factory, config: SandboxConfig) -> None:
         assert r.stdout.split("\n")[:3] == [f"{sb.workspace_path.rstrip('/')}/sub/deep", "x", "hi there"], r.stdout
         r = await sb.exec("echo made > from-cmd.txt")
         assert (await sb.read("from-cmd.txt")) == b"made\n"
-        try:
-            await sb.exec("true", cwd="../..")
-        except (ClawError, ValueError):
-            pass
-        else:
-            raise AssertionError("a cwd outside the workspace was accepted")
+        await _refused(sb.exec("true", cwd="../.."), "../..", PathEscapeError, "exec(cwd='../..')")
 
 
 def _host_ip() -> str | None:
@@ -348,31 +343,43 @@ async def check_two_sandboxes_isolated(factory: Factory, config: SandboxConfig) 
             assert host_a.parent.name not in r.stdout, "one sandbox can list the others"
 
 
+async def _refused(call: Awaitable, path: str, error: type[Exception], what: str) -> None:
+    """`call` raises exactly `error` (or a subclass) and its message names `path`."""
+    try:
+        await call
+    except error as e:
+        assert path in str(e), f"{what}: the {type(e).__name__} does not name the path {path!r}: {e}"
+        return
+    except Exception as e:  # noqa: BLE001
+        raise AssertionError(f"{what} raised {type(e).__name__} ({e}); the contract is {error.__name__}") from e
+    raise AssertionError(f"{what} was accepted; the contract is {error.__name__}")
+
+
 @_check
 async def check_file_api_confined(factory: Factory, config: SandboxConfig) -> None:
-    """read/write/list refuse paths that leave the workspace, also through symlinks a command made."""
+    """read/write/list refuse paths that leave the workspace, also through symlinks a command made,
+    with PathEscapeError naming the path."""
     async with _Opened(factory, config) as o:
         sb = await o.start()
         for bad in ("../escape.txt", "/etc/passwd", "a/../../x"):
-            try:
-                await sb.write(bad, b"x")
-            except (ClawError, ValueError, OSError):
-                continue
-            raise AssertionError(f"write({bad!r}) was accepted")
+            await _refused(sb.write(bad, b"x"), bad, PathEscapeError, f"write({bad!r})")
         r = await sb.exec("ln -s / root-link && ln -s /etc/passwd pw-link")
         assert r.exit_code == 0, r.stderr
         for bad in ("root-link/etc/passwd", "pw-link"):
-            try:
-                await sb.read(bad)
-            except (ClawError, ValueError, OSError):
-                continue
-            raise AssertionError(f"read({bad!r}) followed a symlink out of the workspace")
-        try:
-            await sb.write("root-link/tmp/clawsdk-escape", b"x")
-        except (ClawError, ValueError, OSError):
-            pass
-        else:
-            raise AssertionError("write through a symlink left the workspace")
+            await _refused(sb.read(bad), bad, PathEscapeError, f"read({bad!r}) through a symlink")
+        await _refused(sb.write("root-link/tmp/clawsdk-escape", b"x"), "root-link/tmp/clawsdk-escape",
+                       PathEscapeError, "write through a symlink")
+        await _refused(sb.list("../"), "../", PathEscapeError, "list('../')")
+
+
+@_check
+async def check_file_api_errors(factory: Factory, config: SandboxConfig) -> None:
+    """A missing path is FileNotFoundError and a folder given to read() IsADirectoryError, each naming it."""
+    async with _Opened(factory, config) as o:
+        sb = await o.start(_task(**{"folder/inside.txt": "x"}))
+        await _refused(sb.read("missing.txt"), "missing.txt", FileNotFoundError, "read('missing.txt')")
+        await _refused(sb.list("no-such-folder"), "no-such-folder", FileNotFoundError, "list('no-such-folder')")
+        await _refused(sb.read("folder"), "folder", IsADirectoryError, "read('folder')")
 
 
 @_check
