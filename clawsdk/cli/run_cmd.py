@@ -65,10 +65,11 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
         from clawsdk.sandbox.capabilities import default_sandbox
 
         sandbox = default_sandbox()
-    if sandbox == "local":
-        from clawsdk_plugins.sandbox_local import exposure_warning
+    from clawsdk.sandbox.capabilities import backend_warning
 
-        err_console.print(exposure_warning(), style="yellow", markup=False, highlight=False)
+    warning = backend_warning(sandbox)
+    if warning:
+        err_console.print(warning, style="yellow", markup=False, highlight=False)
     options = parse_options(agent_opts, "--agent-opt")
     if model:
         options["model"] = model

@@ -77,6 +77,17 @@ def unavailable_reason(name: str) -> str | None:
     return check() if callable(check) else None
 
 
+def backend_warning(name: str) -> str | None:
+    """What choosing backend `name` exposes, said wherever it is chosen, or None.
+
+    Part of the factory's contract like ``available``: a factory may carry ``warning() -> str | None``.
+    """
+    from clawsdk.plugins import get_registry
+
+    warn = getattr(get_registry().get("sandboxes", name), "warning", None)
+    return warn() if callable(warn) else None
+
+
 def backend_status(name: str) -> tuple[str | None, Capabilities | None]:
     """(None or why `name` cannot run here, its capabilities)."""
     try:

@@ -26,6 +26,13 @@ class LocalSandbox(HostDirSandbox):
     capabilities = Capabilities(network_isolated=False, fs_isolated=False, persistent_processes=True)
 
 
+def make_local(config: SandboxConfig | None = None) -> LocalSandbox:
+    return LocalSandbox(config or SandboxConfig())
+
+
+make_local.warning = exposure_warning  # type: ignore[attr-defined]  # the factory's warning contract
+
+
 @hookimpl
 def register_sandboxes(register):
-    register("local", lambda config=None: LocalSandbox(config or SandboxConfig()))
+    register("local", make_local)
