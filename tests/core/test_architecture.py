@@ -34,9 +34,10 @@ MAY_IMPORT = {
 #: the one sanctioned upward edge: `clawsdk watch` starts the TUI (textual loads there and nowhere else)
 UPWARD_EXCEPTIONS = {("clawsdk.cli.watch_cmd", "clawsdk_tui")}
 #: inside the core: the engine never imports the applications or the CLI built on it
-CORE_ENGINE = ("tasks", "models", "store", "sandbox", "mcp", "runtime", "verify", "plugins", "testing",
+CORE_ENGINE = ("tasks", "models", "store", "sandbox", "mcp", "runtime", "verify", "train", "plugins",
                "errors", "hookspecs")
-CORE_APPLICATIONS = ("data", "synth", "bench", "cli")
+#: built on the engine: synthesis, data, benchmarks, the conformance kits, the CLI
+CORE_APPLICATIONS = ("data", "synth", "bench", "testing", "cli")
 #: imported by everything, so they import nothing of clawsdk
 CORE_LEAVES = ("clawsdk.errors", "clawsdk.hookspecs")
 
