@@ -10,7 +10,7 @@ mkdir and mount, or half-way through a teardown) leaves a root the next start re
 finishes removing, mounted or not.
 
 A tmpfs quota is memory. The quotas of the roots a process holds are counted against the
-memory available when each is created; one that would take the total past half of it gets a
+memory available when each is created; one that would take the total past 90% of it gets a
 smaller quota, with a warning that says what to lower.
 """
 
@@ -32,7 +32,7 @@ MIB = 1024 * 1024
 #: the tag file of roots made before their names carried the owner (still read by the sweep)
 OWNER_FILE = ".clawsdk-owner"
 #: the share of available memory that all of a process's tmpfs quotas together may promise
-MEMORY_SHARE = 0.5
+MEMORY_SHARE = 0.9
 MIN_QUOTA_MB = 64
 #: an untagged root of the old naming this old is a leftover, whoever made it
 LEGACY_GRACE_S = 60
@@ -144,7 +144,7 @@ def reserve_quota(wanted_mb: int) -> int:
                     _warned = True
                     log.warning(
                         "sandbox disk quotas are memory (tmpfs): %d MiB already promised plus %d MiB would pass "
-                        "half of the %d MiB available; new sandboxes get %d MiB. Lower --concurrency or the "
+                        "90%% of the %d MiB available; new sandboxes get %d MiB. Lower --concurrency or the "
                         "disk_mb sandbox option (or set CLAWSDK_SANDBOX_ROOT to a disk folder for local/bwrap "
                         "without root)", _committed_mb, wanted_mb, avail, grant)
         _committed_mb += grant

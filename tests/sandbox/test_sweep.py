@@ -66,8 +66,8 @@ def test_quotas_are_cut_to_the_memory_there_is(monkeypatch, caplog):
     monkeypatch.setattr(hostroot, "_committed_mb", 0)
     monkeypatch.setattr(hostroot, "_warned", False)
     with caplog.at_level(logging.WARNING, logger="clawsdk.sandbox.hostroot"):
-        grants = [hostroot.reserve_quota(200) for _ in range(4)]
-    assert grants == [200, 200, 100, 64]  # half of 1000 MiB in all, then the floor
+        grants = [hostroot.reserve_quota(200) for _ in range(6)]
+    assert grants == [200, 200, 200, 200, 100, 64]  # 90% of 1000 MiB in all, then the floor
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "--concurrency" in warnings[0] and "disk_mb" in warnings[0]
     for g in grants:
@@ -83,7 +83,7 @@ def test_a_cut_quota_is_the_mounted_size(monkeypatch, tmp_path):
     root.create()
     try:
         st = os.statvfs(root.path)
-        assert st.f_blocks * st.f_frsize == 100 * 1024 * 1024
+        assert st.f_blocks * st.f_frsize == 180 * 1024 * 1024
     finally:
         root.remove()
     assert hostroot._committed_mb == 0
