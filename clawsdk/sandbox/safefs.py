@@ -21,7 +21,8 @@ Policy, chosen so agents keep the symlinks they legitimately make:
 - A write never modifies an inode that has another name (``st_nlink > 1``): a hardlink could
   tie it to a file outside the workspace, so the file is replaced by a new one, renamed into
   place within the folder. A file with one name is rewritten in place (cheaper, keeps its
-  inode for commands that hold it open).
+  inode for commands that hold it open). Reading a hardlinked file is allowed: inside bwrap or
+  docker the workspace is its own mount, so the agent can only link what it can already read.
 - What a write creates (the file, the folders for it) is handed to ``owner`` on the
   descriptor; nothing that existed before is chowned, and no parent is touched by name.
 """
