@@ -103,7 +103,7 @@ def build_verifier(*, grading_type: str | None, has_reward: bool, rules: list[di
     if grading_type is not None and not isinstance(grading_type, str):
         raise ValueError(f"grading_type must be text (automated, hybrid or llm_judge), not {type(grading_type).__name__}")
     kind = (grading_type or "").strip().lower()
-    if kind in ("llm_judge", "rubric", "judge"):
+    if kind in ("llm_judge", "rubric", "judge") or (not kind and has_rubric and not has_reward):
         if not has_rubric:
             raise ValueError(f"grading_type {grading_type!r} needs metadata.rule (the rubric), which is missing")
         return VerifierSpec.model_validate(judge)

@@ -19,19 +19,31 @@ from clawsdk.plugins import register_plugin
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.bench import make_group
-from tests.conftest import SHARED_DATA
+from tests.conftest import FIXTURES, SHARED_DATA, needs_shared_data
 
-PINCH = SHARED_DATA / "pinchbench-sample"
 JUDGE_SCORE = 0.75
 
 # what the scripted agent writes in every task's workspace: right for some criteria, wrong for others
 WRITES = {
+    "app/main.py": 'print("Hello from Lantern")\n',
+    "README.md": "# Lantern\n\nA small demo.\n",
+    ".gitignore": "__pycache__/\n",  # no *.log: one criterion of task_02 fails
+    "sales_summary.md": ("# Sales summary\n\nTotal revenue: $5,550. Total margin: $2,064.\n"
+                         "Top region: North\nTotal team costs: $4,210.\n"),  # East is the top region
+}
+SAMPLE_WRITES = {
     "src/main.py": 'print("Hello, world!")\n',
     "README.md": "# Demo Project\n\nA small demo.\n",
     ".gitignore": "*.log\n",  # no __pycache__: one criterion of task_09 fails
     "data_summary.md": ("# Data summary\n\nTotal revenue: $119,900. Total profit: $47,960.\n"
                         "The top region by revenue is East.\nTotal Q1 expenses: $15,430.\n"),
 }
+# (tasks, what the agent writes, a task it scores partially, the hybrid task)
+DATA = [
+    pytest.param(FIXTURES / "pinchbench", WRITES, "task_02_project_layout", "task_03_sales_summary", id="fixtures"),
+    pytest.param(SHARED_DATA / "pinchbench-sample", SAMPLE_WRITES, "task_09_files", "task_18_spreadsheet_summary",
+                 marks=needs_shared_data, id="sample"),
+]
 
 
 class FixedJudge(Model):
@@ -73,23 +85,25 @@ def own_grade(md: Path, workspace: Path) -> dict[str, float]:
     return ns["grade"](transcript, str(workspace))
 
 
-def test_bench_run_on_pinchbench_scores_what_its_grade_gives(tmp_path, db, monkeypatch):
-    loaded = load_tasks(f"pinchbench:{PINCH}")
+@pytest.mark.parametrize("pinch, writes, partial_id, hybrid_id", DATA)
+def test_bench_run_on_pinchbench_scores_what_its_grade_gives(tmp_path, db, monkeypatch, pinch, writes, partial_id,
+                                                             hybrid_id):
+    loaded = load_tasks(f"pinchbench:{pinch}")
     assert len(loaded.tasks) == 3 and not loaded.errors
     register_plugin(_judge_plugin())
     script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump([{"tool": "write", "args": {"path": p, "content": c}} for p, c in WRITES.items()]))
+    script.write_text(yaml.safe_dump([{"tool": "write", "args": {"path": p, "content": c}} for p, c in writes.items()]))
 
     # what each task's own grade() says about that workspace, and the weighting its frontmatter gives
     expected: dict[str, tuple[float, dict]] = {}
-    for md in sorted(PINCH.glob("task_*.md")):
+    for md in sorted(pinch.glob("task_*.md")):
         task = next(t for t in loaded.tasks if t.provenance.get("path", "").endswith(md.name)
                     or t.id in md.read_text().split("---")[1])
         ws = tmp_path / "ws" / task.id
         for f in task.workspace:
             (ws / f.path).parent.mkdir(parents=True, exist_ok=True)
             (ws / f.path).write_bytes(f.data)
-        for p, c in WRITES.items():
+        for p, c in writes.items():
             (ws / p).parent.mkdir(parents=True, exist_ok=True)
             (ws / p).write_text(c)
         grades = own_grade(md, ws)
@@ -101,11 +115,11 @@ def test_bench_run_on_pinchbench_scores_what_its_grade_gives(tmp_path, db, monke
         else:
             score = auto
         expected[task.id] = (score, grades)
-    assert 0 < expected["task_09_files"][0] < 1  # a partial score, not just all-or-nothing
+    assert 0 < expected[partial_id][0] < 1  # a partial score, not just all-or-nothing
 
     cli = make_group()
     runner = CliRunner()
-    args = ["run", f"pinchbench:{PINCH}", "--agent", "scripted", "--agent-opt", f"script={script}", "-k", "2",
+    args = ["run", f"pinchbench:{pinch}", "--agent", "scripted", "--agent-opt", f"script={script}", "-k", "2",
             "--run-id", "pb", "--db", str(db), "--retries", "0"]
     # no judge configured: the hybrid task cannot be scored; it is reported unscored, never a zero
     monkeypatch.delenv("CLAWSDK_JUDGE", raising=False)
@@ -114,7 +128,7 @@ def test_bench_run_on_pinchbench_scores_what_its_grade_gives(tmp_path, db, monke
     with Store(db) as store:
         r = build_report(load_run(store, "pb"))
     assert r["status"] == "partial" and r["unscored_kinds"] == {"verifier_error": 2}
-    hybrid = next(t for t in r["tasks"] if t["id"] == "task_18_spreadsheet_summary")
+    hybrid = next(t for t in r["tasks"] if t["id"] == hybrid_id)
     assert hybrid["n"] == 0 and hybrid["mean_score"] is None
 
     # with a judge, resuming the run scores the missing samples

@@ -15,10 +15,14 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.conftest import SHARED_DATA
+from tests.conftest import FIXTURES, SHARED_DATA
 
-CLAWGYM = SHARED_DATA / "clawgym-train-sample"
-PINCHBENCH = SHARED_DATA / "pinchbench-sample"
+# our own tasks in each format (tests/fixtures/README.md), and the real samples for the extras
+CLAWGYM = FIXTURES / "clawgym"
+SYN_TASKS = FIXTURES / "clawgym-jsonl" / "syn_task.jsonl"
+PINCHBENCH = FIXTURES / "pinchbench"
+SAMPLE_CLAWGYM = SHARED_DATA / "clawgym-train-sample"
+SAMPLE_PINCHBENCH = SHARED_DATA / "pinchbench-sample"
 MOUNT = Path("/root/.openclaw/workspace")
 
 _CONTENT = {

@@ -12,15 +12,54 @@ from clawsdk_plugins.clawgym_export import jsonl_record
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.clawgym import REWARD_SH
-from tests.conftest import make_task
-from tests.formats.formats_helpers import CLAWGYM, PINCHBENCH
-
-needs_data = pytest.mark.skipif(not CLAWGYM.is_dir(), reason="shared sample data not present")
+from tests.conftest import make_task, needs_shared_data
+from tests.formats.formats_helpers import (CLAWGYM, PINCHBENCH, SAMPLE_CLAWGYM, SAMPLE_PINCHBENCH, SYN_TASKS)
 
 
-@needs_data
-def test_every_sample_task_imports_by_detection_and_by_scheme():
+def test_every_fixture_task_imports_by_detection_and_by_scheme():
     detected = load_tasks(str(CLAWGYM))
+    assert detected.source == "clawgym" and not detected.errors and len(detected.tasks) == 3
+    t = next(t for t in detected.tasks if t.id == "task_0001")
+    assert t.instruction.startswith("Our warehouse keeps its stock levels in input/stock.csv")
+    assert [f.path for f in t.workspace] == ["input/stock.csv"]
+    assert [f.path for f in t.hidden] == ["reward/check.py", "reward/reward.sh"]
+    assert t.verifier.type == "clawgym" and t.category is None  # ClawGym's empty category
+    assert t.verifier.model_dump()["mount_dir"] == "/root/.openclaw/workspace"
+    assert all(f.data.decode() == REWARD_SH for t in detected.tasks for f in t.hidden if f.path.endswith(".sh"))
+    hybrid = next(t for t in detected.tasks if t.id == "task_0003")
+    assert hybrid.verifier.type == "hybrid" and hybrid.category == "content & domain"
+    assert [(p["name"], p["weight"]) for p in hybrid.verifier.model_dump()["parts"]] == [("code", 0.7),
+                                                                                        ("rubric", 0.3)]
+
+    syn = load_tasks(str(SYN_TASKS))
+    assert syn.source == "clawgym" and not syn.errors
+    assert [(t.id, t.verifier.type) for t in syn.tasks] == [
+        ("syn_task_00001", "hybrid"), ("syn_task_00002", "hybrid"), ("syn_task_00003", "rubric")]
+    first = syn.tasks[0]
+    assert [f.path for f in first.workspace] == ["input/notes/monday.txt", "input/notes/tuesday.txt"]  # mount cut
+    assert first.category == "systems & automation" and first.tags == ["file processing"]
+    assert first.provenance["origin_template"] == "count-words-v2"
+    assert syn.tasks[1].workspace[0].text.startswith('[\n  "renew passport"')  # JSON content kept as JSON
+
+    pb = load_tasks(f"pinchbench:{PINCHBENCH}")
+    assert pb.source == "pinchbench" and not pb.errors
+    by_id = {t.id: t for t in pb.tasks}
+    assert set(by_id) == {"task_01_greeting", "task_02_project_layout", "task_03_sales_summary"}  # not the template
+    sheet = by_id["task_03_sales_summary"]
+    assert {f.path for f in sheet.workspace} == {"regional_sales.csv", "team_costs.xlsx"}
+    xlsx = next(f for f in sheet.workspace if f.path == "team_costs.xlsx")
+    assert xlsx.b64 and xlsx.data[:2] == b"PK"  # a binary asset, kept byte for byte
+    assert sheet.limits.timeout_s == 180 and sheet.verifier.type == "hybrid"
+    parts = sheet.verifier.model_dump()["parts"]
+    assert [(p["name"], p["weight"]) for p in parts] == [("automated", 0.6), ("llm_judge", 0.4)]
+    assert "Total margin 2,064" not in sheet.instruction and "sales_summary.md" in sheet.instruction
+    assert by_id["task_02_project_layout"].workspace[0].path == "notes/brief.txt"  # inline {path, content}
+    assert load_tasks(str(PINCHBENCH / "task_02_project_layout.md")).source == "pinchbench"
+
+
+@needs_shared_data
+def test_every_sample_task_imports_by_detection_and_by_scheme():
+    detected = load_tasks(str(SAMPLE_CLAWGYM))
     assert detected.source == "clawgym" and not detected.errors and len(detected.tasks) == 30
     t = next(t for t in detected.tasks if t.id == "task_0091")
     assert t.instruction.startswith("I’m building a small research utility")
@@ -29,7 +68,7 @@ def test_every_sample_task_imports_by_detection_and_by_scheme():
     assert t.verifier.type == "clawgym" and t.category is None
     assert all(f.data.decode() == REWARD_SH for t in detected.tasks for f in t.hidden if f.path.endswith(".sh"))
 
-    pb = load_tasks(f"pinchbench:{PINCHBENCH}")
+    pb = load_tasks(f"pinchbench:{SAMPLE_PINCHBENCH}")
     assert pb.source == "pinchbench" and not pb.errors
     by_id = {t.id: t for t in pb.tasks}
     assert set(by_id) == {"task_00_sanity", "task_09_files", "task_18_spreadsheet_summary"}  # not the template
@@ -40,7 +79,7 @@ def test_every_sample_task_imports_by_detection_and_by_scheme():
     parts = sheet.verifier.model_dump()["parts"]
     assert [(p["name"], p["weight"]) for p in parts] == [("automated", 0.6), ("llm_judge", 0.4)]
     assert "Top region by revenue" not in sheet.instruction and "data_summary.md" in sheet.instruction
-    assert load_tasks(str(PINCHBENCH / "task_09_files.md")).source == "pinchbench"
+    assert load_tasks(str(SAMPLE_PINCHBENCH / "task_09_files.md")).source == "pinchbench"
 
 
 def _clawgym_task(root, name="task_x", entry=None, reward=True):
@@ -154,16 +193,16 @@ def test_native_to_clawgym_to_jsonl_and_back_keeps_the_task(tmp_path):
     assert json.loads((tmp_path / "cg2" / "task_7" / "data_entry.json").read_text())["user_query"] == "Write out/x.json"
 
 
-@needs_data
-def test_every_sample_round_trips_through_jsonl_with_the_same_hash(tmp_path):
-    tasks = load_tasks(str(CLAWGYM)).tasks
+@pytest.mark.parametrize("root", [CLAWGYM, pytest.param(SAMPLE_CLAWGYM, marks=needs_shared_data, id="sample")])
+def test_every_task_round_trips_through_jsonl_with_the_same_hash(tmp_path, root):
+    tasks = load_tasks(str(root)).tasks
     n, errs = export_tasks(tasks, tmp_path / "all.jsonl", "jsonl")
-    assert n == 30 and not errs
+    assert n == len(tasks) >= 3 and not errs
     again = {t.id: t.hash for t in load_tasks(str(tmp_path / "all.jsonl")).tasks}
     assert again == {t.id: t.hash for t in tasks}
     n, errs = export_tasks(tasks, tmp_path / "folders", "clawgym")
     for t in tasks[:3]:
-        a = json.loads((CLAWGYM / t.id / "data_entry.json").read_text())
+        a = json.loads((root / t.id / "data_entry.json").read_text())
         b = json.loads((tmp_path / "folders" / t.id / "data_entry.json").read_text())
         assert a == b  # nothing added, nothing lost
 
@@ -177,17 +216,32 @@ def test_a_verifier_clawgym_cannot_run_is_refused_not_dropped(tmp_path):
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
 
 
-@needs_data
 def test_convert_command_writes_each_format(tmp_path):
     from click.testing import CliRunner
 
     from clawsdk.cli import cli
 
-    src = f"clawgym:{CLAWGYM / 'task_0091'}"
+    src = f"clawgym:{CLAWGYM / 'task_0001'}"
     for fmt, out in (("jsonl", tmp_path / "t.jsonl"), ("native", tmp_path / "n"), ("clawgym", tmp_path / "c")):
         r = CliRunner().invoke(cli, ["convert", src, "--to", fmt, "--out", str(out)], catch_exceptions=False)
         assert r.exit_code == 0 and "wrote 1 task(s)" in r.output, r.output
-    assert load_task(tmp_path / "n" / "task_0091").hash == load_tasks(str(tmp_path / "t.jsonl")).tasks[0].hash
+    assert load_task(tmp_path / "n" / "task_0001").hash == load_tasks(str(tmp_path / "t.jsonl")).tasks[0].hash
     r = CliRunner().invoke(cli, ["convert", f"pinchbench:{PINCHBENCH}", "--to", "jsonl", "--out",
                                  str(tmp_path / "p.jsonl")], catch_exceptions=False)
     assert r.exit_code == 1 and "not exported" in r.output and "export it as native" in r.output
+
+
+@pytest.mark.parametrize("counts, reward", [({"monday.txt": 4, "tuesday.txt": 6}, 1.0),
+                                            ({"monday.txt": 4, "tuesday.txt": 5}, 0.5)])
+def test_a_syn_task_hook_code_scores_the_workspace_in_the_sandbox(db, counts, reward):
+    from clawsdk import run_sync
+    from clawsdk_plugins.agents import ScriptedAgent
+
+    task = load_tasks(str(SYN_TASKS)).tasks[0]
+    code_only = task.model_copy(update={"verifier": type(task.verifier).model_validate(
+        task.verifier.model_dump()["parts"][0]["verifier"])})  # the rubric part needs a judge: tested elsewhere
+    calls = [{"tool": "write", "args": {"path": "out/word_counts.json", "content": json.dumps(counts)}}]
+    result = run_sync([code_only], agent=ScriptedAgent(calls), db=db, run_id="syn", retries=0, sandbox="local")
+    (outcome,) = result.outcomes
+    assert outcome.kind.value == "ok", outcome.error
+    assert outcome.reward == reward

@@ -8,18 +8,17 @@ from clawsdk import Store, run_sync
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.agents import ScriptedAgent
 from clawsdk_plugins.pinchbench import GRADE_FILE, to_transcript
-from tests.formats.formats_helpers import PINCHBENCH, use_scripted_judge
-
-pytestmark = pytest.mark.skipif(not PINCHBENCH.is_dir(), reason="shared sample data not present")
+from tests.conftest import needs_shared_data
+from tests.formats.formats_helpers import PINCHBENCH, SAMPLE_PINCHBENCH, use_scripted_judge
 
 FILES = {
-    "src/main.py": 'print("Hello, world!")\n',
-    "README.md": "# My Project\n\nA small project.\n",
+    "app/main.py": 'print("Hello from Lantern")\n',
+    "README.md": "# Lantern\n\nA small project.\n",
 }
 
 
-def _tasks():
-    loaded = load_tasks(f"pinchbench:{PINCHBENCH}")
+def _tasks(root=PINCHBENCH):
+    loaded = load_tasks(f"pinchbench:{root}")
     assert not loaded.errors
     return {t.id: t for t in loaded.tasks}
 
@@ -35,13 +34,19 @@ def _grade_here(task, files: dict[str, str], tmp_path, transcript=()) -> dict:
     return ns["grade"](list(transcript), str(ws))
 
 
-def test_scripted_agent_scores_what_grade_returns(tmp_path, db):
-    task = _tasks()["task_09_files"]
-    calls = [{"tool": "write", "args": {"path": p, "content": c}} for p, c in FILES.items()]
+@pytest.mark.parametrize("root, task_id, files", [
+    (PINCHBENCH, "task_02_project_layout", FILES),
+    pytest.param(SAMPLE_PINCHBENCH, "task_09_files", {"src/main.py": 'print("Hello, world!")\n',
+                                                      "README.md": "# My Project\n\nA small project.\n"},
+                 marks=needs_shared_data, id="sample")])
+def test_scripted_agent_scores_what_grade_returns(tmp_path, db, root, task_id, files):
+    task = _tasks(root)[task_id]
+    calls = [{"tool": "write", "args": {"path": p, "content": c}} for p, c in files.items()]
     result = run_sync([task], agent=ScriptedAgent(calls), db=db, run_id="pb", retries=0)
     (outcome,) = result.outcomes
     assert outcome.kind.value == "ok", outcome.error
-    expected = _grade_here(task, FILES, tmp_path)
+    workspace = {f.path: f.data.decode() for f in task.workspace} | files
+    expected = _grade_here(task, workspace, tmp_path)
     mean = sum(expected.values()) / len(expected)
     assert 0 < mean < 1  # .gitignore is missing: a partial score
     with Store(db) as store:
@@ -51,8 +56,11 @@ def test_scripted_agent_scores_what_grade_returns(tmp_path, db):
         assert {s["name"]: s["score"] for s in verdict["subscores"]} == pytest.approx(expected)
 
 
-def test_grade_reads_our_trajectory_as_openclaw_transcript(db):
-    task = _tasks()["task_00_sanity"]
+@pytest.mark.parametrize("root, task_id", [
+    (PINCHBENCH, "task_01_greeting"),
+    pytest.param(SAMPLE_PINCHBENCH, "task_00_sanity", marks=needs_shared_data, id="sample")])
+def test_grade_reads_our_trajectory_as_openclaw_transcript(db, root, task_id):
+    task = _tasks(root)[task_id]
     said = run_sync([task], agent=ScriptedAgent([{"tool": "ls", "args": {}}]), db=db, run_id="said", retries=0)
     silent = run_sync([task], agent=ScriptedAgent([]), db=db, run_id="silent", retries=0)
     assert said.outcomes[0].reward == 1.0 and silent.outcomes[0].reward == 0.0
@@ -82,25 +90,27 @@ def test_transcript_shape_pairs_model_tool_calls_with_results():
 
 
 def test_hybrid_pinchbench_task_weights_grade_and_judge_by_its_grading_weights(tmp_path, db):
-    task = _tasks()["task_18_spreadsheet_summary"]
-    report = ("# Summary\n\nTotal revenue: $119,900. Total profit: $47,960. East is the top region.\n"
-              "Widget B is the top product. Total Q1 expenses: $15,430.\n")
-    answer = ('{"scores": {"Data Reading and Parsing": {"score": 1, "reason": "both read"}, '
-              '"Analytical Accuracy": {"score": 0.5, "reason": "some"}, '
-              '"Report Quality and Structure": {"score": 0.75, "reason": "ok"}, '
-              '"Insights and Synthesis": {"score": 0, "reason": "none"}}}')
+    task = _tasks()["task_03_sales_summary"]
+    report = ("# Summary\n\nTotal revenue: $5,550. Total margin: $2,064.\nTop region: East\n"
+              "Lamps sell most. Total team costs: $4,100.\n")  # the costs are 4,210
+    answer = ('{"scores": {"Reading the Inputs": {"score": 1, "reason": "both read"}, '
+              '"Correct Figures": {"score": 0.5, "reason": "some"}, '
+              '"Clear Structure": {"score": 0.75, "reason": "ok"}, '
+              '"Useful Conclusions": {"score": 0, "reason": "none"}}}')
     judge = use_scripted_judge(answer)
     parts = task.verifier.model_dump()["parts"]
     parts[1]["verifier"]["judge"] = "scripted-judge"
     task = type(task).model_validate({**task.model_dump(), "verifier": {**task.verifier.model_dump(), "parts": parts}})
-    calls = [{"tool": "write", "args": {"path": "data_summary.md", "content": report}}]
+    calls = [{"tool": "write", "args": {"path": "sales_summary.md", "content": report}}]
     result = run_sync([task], agent=ScriptedAgent(calls), db=db, run_id="hy", retries=0)
     (outcome,) = result.outcomes
     assert outcome.kind.value == "ok", outcome.error
-    graded = _grade_here(task, {"data_summary.md": report}, tmp_path)
+    graded = _grade_here(task, {"sales_summary.md": report}, tmp_path)
+    assert graded == {"report_written": 1.0, "revenue_total": 1.0, "margin_total": 1.0, "top_region": 1.0,
+                      "costs_total": 0.0}
     code = sum(graded.values()) / len(graded)
     rubric = (0.25 * 1 + 0.35 * 0.5 + 0.25 * 0.75 + 0.15 * 0) / 1.0
     assert outcome.reward == pytest.approx(0.6 * code + 0.4 * rubric)
     prompt = judge["calls"][0][-1]["content"]
-    assert "Total revenue: $119,900" in prompt and "Analytical Accuracy" in prompt
+    assert "Total revenue: $5,550" in prompt and "Correct Figures" in prompt
     assert "write" in prompt  # the transcript is shown to the judge, as PinchBench's judge sees it
