@@ -303,20 +303,6 @@ class Tree:
 
         return self._retry(path, once)
 
-    def exists(self, path: str) -> bool:
-        """Whether `path` names anything (a dangling symlink counts), without following its last link."""
-        try:
-            spot = self._walk(path, follow_last=False)
-        except (FileNotFoundError, NotADirectoryError):
-            return False
-        try:
-            os.stat(spot.name, dir_fd=spot.fd, follow_symlinks=False)
-            return True
-        except FileNotFoundError:
-            return False
-        finally:
-            os.close(spot.fd)
-
     def move_aside(self, path: str, suffix: str = "agent") -> str | None:
         """Rename whatever `path` names (file, folder, symlink: not followed) to a fresh name next to it.
 

@@ -108,6 +108,11 @@ def _reachable(folder: Path) -> bool:
     return True
 
 
+def fallback_base() -> Path:
+    """Where bwrap roots live, as root, when the configured root is not reachable by the sandbox uid."""
+    return Path("/dev/shm" if Path("/dev/shm").is_dir() else "/tmp") / "clawsdk-bwrap-0"
+
+
 def _setpriv(host_uid: int) -> list[str]:
     setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
     return [setpriv, f"--reuid={host_uid}", f"--regid={host_uid}", "--clear-groups"]
@@ -156,7 +161,7 @@ class BwrapSandbox(IsolatedHostDirSandbox):
             return base
         # the unprivileged uid must reach its root; as root each root is its own tmpfs, so where
         # its mount point lies costs nothing: fall back to a folder it can reach
-        fallback = Path("/dev/shm" if Path("/dev/shm").is_dir() else "/tmp") / "clawsdk-bwrap-0"
+        fallback = fallback_base()
         fallback.mkdir(mode=0o711, exist_ok=True)
         log.info("%s is not reachable by uid %s; bwrap sandboxes live under %s", base, self.host_uid, fallback)
         return fallback

@@ -376,11 +376,16 @@ def self_check_command(name: str) -> None:
 
 @sandbox_group.command("sweep")
 def sweep_command() -> None:
-    """Remove docker containers and sandbox folders left by killed clawsdk processes."""
-    from clawsdk.sandbox.hostdir import workspace_root
+    """Remove docker containers and sandbox folders (local, bwrap, docker) left by killed clawsdk processes."""
+    from clawsdk.sandbox import hostdir
     from clawsdk.sandbox.hostroot import sweep_orphans
 
-    n_folders = sum(sweep_orphans(workspace_root(), b) for b in ("bwrap", "docker"))
+    from clawsdk_plugins.sandbox_bwrap import fallback_base
+
+    base = hostdir.workspace_root()
+    n_folders = hostdir.sweep_orphans(base, "local") + sum(sweep_orphans(base, b) for b in ("bwrap", "docker"))
+    if fallback_base().is_dir():
+        n_folders += sweep_orphans(fallback_base(), "bwrap")
     n_containers = 0
     try:
         n_containers = sweep_containers(client())

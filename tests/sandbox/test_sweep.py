@@ -87,3 +87,25 @@ def test_a_cut_quota_is_the_mounted_size(monkeypatch, tmp_path):
     finally:
         root.remove()
     assert hostroot._committed_mb == 0
+
+
+@pytest.mark.parametrize("backend", ["local", "bwrap", "docker"])
+def test_the_sweep_command_removes_a_dead_owners_roots(backend, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from clawsdk.cli import cli
+    from clawsdk.sandbox.hostdir import workspace_root
+
+    monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(tmp_path))
+    base = workspace_root()
+    # our own pid with another start time: a process that is gone, whose pid was reused
+    dead = base / f"sb-0123456789ab-{backend}-{os.getpid()}-0"
+    (dead / "workspace").mkdir(parents=True)
+    alive = SandboxRoot(base, backend)
+    alive.create()
+    try:
+        r = CliRunner().invoke(cli, ["sandbox", "sweep"], catch_exceptions=False)
+        assert r.exit_code == 0 and "1 folder(s)" in r.output, r.output
+        assert not dead.exists() and alive.path.is_dir()
+    finally:
+        alive.remove()
