@@ -92,5 +92,9 @@ class TaskFormatError(ClawError):
         super().__init__(f"{where}: {self.message}")
 
 
+class StoreError(ClawError):
+    """A store file that cannot be used: not SQLite, a folder, still being created."""
+
+
 class PluginError(ClawError):
     """An unknown or broken plugin name."""

@@ -90,5 +90,12 @@ def _add_plugin_commands() -> None:
     """Nothing to do: plugin commands resolve on first use. Kept for code written before that."""
 
 
-def main() -> None:
-    cli()
+def main(argv: list[str] | None = None) -> None:
+    """The `clawsdk` entry point. Whatever a command raises is one line on stderr and exit 2, never a
+    traceback (usage errors are click's, also exit 2)."""
+    from clawsdk.cli.common import fail
+
+    try:
+        cli.main(args=argv, prog_name="clawsdk")
+    except Exception as e:  # noqa: BLE001 - click has handled its own errors; this is everything else
+        fail(e)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console, ConsoleDimensions
@@ -46,16 +48,39 @@ def db_option(fn: Callable) -> Callable:
     )(fn)
 
 
+#: errors whose message is for users as it stands; anything else is a bug and says so
+KNOWN = (ClawError, OSError, LookupError, ValueError, sqlite3.Error)
+
+
+def one_line(e: BaseException) -> str:
+    """What went wrong, on one line: the message of a known error, else its type too (a bug)."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:  # anyio task groups wrap what they raise
+        e = e.exceptions[0]
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, KNOWN):
+        return text
+    return f"{type(e).__name__}: {text} (a bug in clawsdk or a plugin; -vv shows the traceback)"
+
+
+def fail(e: BaseException) -> NoReturn:
+    """Report `e` as one red line on stderr and exit 2 (-vv logs the traceback too)."""
+    logging.getLogger("clawsdk.cli").debug("the traceback of that error", exc_info=e)
+    err_console.print(f"[red]error:[/red] {escape(one_line(e))}")
+    sys.exit(2)
+
+
 def friendly_errors(fn: Callable) -> Callable:
-    """Known errors become one red line and exit code 2, not a traceback."""
+    """Errors become one red line and exit code 2, not a traceback (the entry point does the same for
+    every command; this keeps it so where a command is invoked on its own, as in tests)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ClawError, FileNotFoundError, LookupError, ValueError) as e:
-            err_console.print(f"[red]error:[/red] {escape(str(e))}")
-            sys.exit(2)
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise
+        except Exception as e:  # noqa: BLE001 - one line for users, whatever it was
+            fail(e)
 
     return wrapper
 

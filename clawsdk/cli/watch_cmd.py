@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from clawsdk.cli.common import db_option, friendly_errors
-from clawsdk.store.store import default_db_path
+from clawsdk.store.store import Store, default_db_path
 
 
 @click.command("watch")
@@ -31,4 +31,6 @@ def watch_command(db, run_id, interval):
         raise click.ClickException(
             f"the watch view needs textual ({e}); install it with: pip install 'clawsdk[tui]'"
         ) from e
-    WatchApp(db or default_db_path(), run_id=run_id, interval=interval).run()
+    path = db or default_db_path()
+    Store(path, readonly=True).close()  # a missing, foreign or half-created store: one line, before the screen
+    WatchApp(path, run_id=run_id, interval=interval).run()

@@ -21,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 import anyio
 
@@ -75,7 +76,10 @@ class ModelProxy:
     """The proxy's ASGI app and its token -> recorder table."""
 
     def __init__(self, upstream: str, upstream_key: str | None = None, *, timeout_s: float = 600.0):
-        self.upstream = upstream.rstrip("/")
+        parsed = urlparse(upstream.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"upstream {upstream!r} is not an http(s) URL; give e.g. --upstream http://127.0.0.1:8000/v1")
+        self.upstream = upstream.strip().rstrip("/")
         self.upstream_key = upstream_key
         self.timeout_s = timeout_s
         self.routes: dict[str, Recorder] = {}
@@ -287,6 +291,7 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
     from clawsdk.store.writer import StoreWriter
     from clawsdk.tasks.model import Task
 
+    proxy = ModelProxy(upstream, upstream_key)  # a bad upstream fails here, before the store is touched
     task = task or Task(id="proxy", instruction="(model calls recorded by clawsdk proxy; no task)")
     run_id = run_id or "proxy-" + new_run_id()
     rid = rollout_id(run_id, task.id, 0)
@@ -298,7 +303,6 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
         await writer.put("start_rollout", rollout_id=rid, run_id=run_id, task_id=task.id, task_hash=task.hash,
                          sample=0, attempt=0, agent="proxy", model=None)
         recorder = Recorder(writer, rid, 0)
-        proxy = ModelProxy(upstream, upstream_key)
         tok = proxy.register(recorder, token)
         try:
             with anyio.open_signal_receiver(2, 15) as signals:

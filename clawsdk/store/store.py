@@ -7,16 +7,20 @@ import datetime as dt
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
-from clawsdk.store.migrations import migrate
+from clawsdk.errors import StoreError
+from clawsdk.store.migrations import applied, migrate
 
 DEFAULT_DB = Path(".clawsdk") / "clawsdk.db"
 BUSY_TIMEOUT_MS = 30_000
+#: how long a reader waits for a store another process is creating
+READY_WAIT_S = 2.0
 
 
 def default_db_path() -> Path:
@@ -34,21 +38,43 @@ def dumps(value: Any) -> str:
 class Store:
     """A connection to the store file. Safe for many readers and one writer across processes."""
 
-    def __init__(self, path: str | os.PathLike | None = None, *, readonly: bool = False):
+    def __init__(self, path: str | os.PathLike | None = None, *, readonly: bool = False,
+                 wait_s: float = READY_WAIT_S):
         self.path = Path(path) if path is not None else default_db_path()
         if not readonly:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         elif not self.path.exists():
             raise FileNotFoundError(f"no clawsdk store at {self.path} (set --db or CLAWSDK_DB)")
-        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if not readonly:
-            conn.execute("PRAGMA journal_mode = WAL")
-        # In WAL mode NORMAL loses no committed transaction on a process kill, only on power loss.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        self.db = sqlite_utils.Database(conn)
-        if not readonly:
-            migrate(self.db)
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a folder, not a clawsdk store file (give --db a file)")
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not readonly:
+                conn.execute("PRAGMA journal_mode = WAL")
+            # In WAL mode NORMAL loses no committed transaction on a process kill, only on power loss.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self.db = sqlite_utils.Database(conn)
+            if readonly:
+                self._wait_until_created(wait_s)
+            else:
+                migrate(self.db)
+        except sqlite3.DatabaseError as e:
+            if "not a database" in str(e) or "malformed" in str(e):
+                raise StoreError(f"{self.path} is not a SQLite file ({e}); give --db a clawsdk store") from None
+            raise StoreError(f"cannot open the store {self.path}: {e}") from None
+
+    def _wait_until_created(self, wait_s: float) -> None:
+        """A reader may come while another process is still creating the store: wait a moment for it."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            if "m001_initial" in applied(self.db):  # committed with the tables it made
+                return
+            if time.monotonic() >= deadline:
+                self.db.close()
+                raise StoreError(f"the store {self.path} is being created by another process (it has no tables "
+                                 "yet); try again in a moment")
+            time.sleep(0.1)
 
     def close(self) -> None:
         self.db.close()

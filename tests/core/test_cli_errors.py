@@ -1,0 +1,170 @@
+"""Every command of the CLI, plugin groups included, given bad arguments: one line on stderr and exit 2.
+
+The commands come from the click tree itself, so a command added later is covered without editing this
+file. Each runs through `clawsdk.cli.main` (the entry point users run), in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import threading
+from pathlib import Path
+
+import click
+import pytest
+
+from clawsdk.cli import cli, main
+from clawsdk.store.store import Store
+
+NOT_SQLITE = "this is not a SQLite file\n" * 40
+
+
+def leaf_commands() -> list[tuple[tuple[str, ...], click.Command]]:
+    from clawsdk.cli import _add_plugin_commands
+
+    _add_plugin_commands()
+    found = []
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        if isinstance(cmd, click.Group):
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), path + (name,))
+        else:
+            found.append((path, cmd))
+
+    walk(cli, ())
+    return found
+
+
+COMMANDS = leaf_commands()
+IDS = [" ".join(p) for p, _ in COMMANDS]
+
+
+class Hung(Exception):
+    pass
+
+
+def call(argv: list[str], capsys, seconds: int = 60) -> tuple[int, str, str]:
+    """`clawsdk ARGV` in this process: exit code, stdout, stderr."""
+    def hang(*_):
+        raise Hung(f"clawsdk {' '.join(argv)} still running after {seconds} s")
+
+    assert threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    code = 0
+    try:
+        main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def bad_value(param: click.Parameter, tmp: Path) -> str:
+    """A value that names something missing or unreadable, of the parameter's type."""
+    t = param.type
+    if param.name == "db":
+        return os.environ["CLAWSDK_DB"]
+    if isinstance(t, click.Choice):
+        return str(t.choices[0])  # valid: the other values are what is wrong
+    if isinstance(t, (click.types.IntParamType, click.types.FloatParamType)):
+        return "1"
+    if isinstance(t, click.Path) and param.name in ("out", "rootfs") or param.name == "out":
+        return str(tmp / "a-file" / "out")  # under a file: it can be neither read nor created
+    if isinstance(t, (click.Path, click.File)) or isinstance(param, click.Argument):
+        return str(tmp / "missing" / "nope")
+    if param.name in ("upstream", "base_url"):
+        return "not a url"
+    return "nope"
+
+
+def bad_invocation(path: tuple[str, ...], cmd: click.Command, tmp: Path) -> list[str]:
+    argv = list(path)
+    for p in cmd.params:
+        if isinstance(p, click.Argument):
+            if p.required or p.name in ("names_or_folders", "run_id"):
+                argv.append(bad_value(p, tmp))
+        elif p.required or p.name == "db" or isinstance(p.type, (click.Path, click.File)):
+            if p.is_flag:
+                continue
+            argv += [p.opts[0], bad_value(p, tmp)]
+    return argv
+
+
+@pytest.fixture(params=["not-a-store.db", "empty-store.db"])
+def bad_files(request, tmp_path, monkeypatch):
+    """Files to name, and a store that is not SQLite, or a real one that holds nothing (so the other bad
+    values are what the command meets)."""
+    (tmp_path / "not-a-store.db").write_text(NOT_SQLITE)
+    Store(tmp_path / "empty-store.db").close()
+    (tmp_path / "a-file").write_text("a file, not a folder\n")
+    monkeypatch.setenv("CLAWSDK_DB", str(tmp_path / request.param))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def assert_one_line_error(code: int, out: str, err: str, argv: list[str]) -> None:
+    shown = f"clawsdk {' '.join(argv)}\n--- stdout\n{out}\n--- stderr\n{err}"
+    assert "Traceback" not in out + err, shown
+    assert code == 2, shown
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines, shown
+    assert lines[-1].lower().startswith(("error", "usage", "try ")) or "error" in err.lower(), shown
+
+
+@pytest.mark.parametrize("path,cmd", COMMANDS, ids=IDS)
+def test_every_command_with_missing_files_unknown_names_and_a_bad_store_is_one_line_exit_2(path, cmd, bad_files,
+                                                                                          capsys):
+    argv = bad_invocation(path, cmd, bad_files)
+    store_only = argv[len(path):] in ([], ["--db", os.environ["CLAWSDK_DB"]])
+    if argv == list(path) or (store_only and os.environ["CLAWSDK_DB"].endswith("empty-store.db")):
+        pytest.skip("nothing in this invocation is wrong (the option test covers the command)")
+    code, out, err = call(argv, capsys)
+    assert_one_line_error(code, out, err, argv)
+    errors = [line for line in err.splitlines() if line.lower().startswith("error")]
+    assert len(errors) == 1, err
+
+
+@pytest.mark.parametrize("path,cmd", COMMANDS, ids=IDS)
+def test_every_command_with_an_unknown_option_or_a_bad_option_value_is_a_usage_error(path, cmd, bad_files, capsys):
+    if os.environ["CLAWSDK_DB"].endswith("empty-store.db"):
+        pytest.skip("usage errors come before any store is opened: one store is enough")
+    code, out, err = call([*path, "--no-such-option"], capsys)
+    assert_one_line_error(code, out, err, [*path, "--no-such-option"])
+    typed = [p for p in cmd.params if isinstance(p, click.Option) and not p.is_flag
+             and isinstance(p.type, (click.types.IntParamType, click.types.FloatParamType, click.Choice))]
+    for p in typed[:3]:
+        argv = [*path, p.opts[0], "not-a-value"]
+        code, out, err = call(argv, capsys)
+        assert_one_line_error(code, out, err, argv)
+        assert p.opts[0] in err or p.name in err, err
+
+
+def test_readers_of_a_non_sqlite_file_name_it(bad_files, capsys):
+    not_sqlite = str(bad_files / "not-a-store.db")
+    for argv in (["runs", "--db", not_sqlite], ["show", "r123", "--db", not_sqlite], ["watch", "--db", not_sqlite],
+                 ["runs", "--db", str(bad_files / "a-file")]):
+        code, out, err = call(argv, capsys)
+        assert_one_line_error(code, out, err, argv)
+        assert "not a SQLite" in err and "not-a-store.db" in err or "a-file" in err, err
+
+
+def test_readers_of_a_store_another_process_is_still_creating_say_so(bad_files, capsys, monkeypatch):
+    """The file exists (the writer opened it) but has no tables yet."""
+    db = bad_files / "creating.db"
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    con.commit()
+    for argv in (["runs", "--db", str(db)], ["show", "r1", "--db", str(db)], ["watch", "--db", str(db)]):
+        code, out, err = call(argv, capsys)
+        assert_one_line_error(code, out, err, argv)
+        assert "being created" in err and "try again" in err, err
+    con.close()
