@@ -24,6 +24,7 @@ CORE_COMMANDS = {
     "watch": "clawsdk.cli.watch_cmd:watch_command",
     "data": "clawsdk.cli.data_cmd:data_group",
     "train": "clawsdk.cli.train_cmd:train_group",
+    "db": "clawsdk.cli.db_cmd:db_group",
 }
 
 

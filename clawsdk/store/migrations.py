@@ -320,3 +320,98 @@ def m005_training_lineage(db: sqlite_utils.Database) -> None:
 def m006_run_error(db: sqlite_utils.Database) -> None:
     """A run the runner could not finish ends `failed` (a status m001 did not have), and says why."""
     db.execute("ALTER TABLE runs ADD COLUMN error TEXT /* why the run ended failed or interrupted */")
+
+
+# m007 rebuilds these tables with the same columns and their relations declared (SQLite adds a
+# foreign key only by rebuilding a table). Column lists stay in m001/m005's order, so rows copy as is.
+_M007_TABLES = {
+    "verdict_scores": """
+        CREATE TABLE verdict_scores (
+            rollout_id TEXT NOT NULL REFERENCES rollouts(id),
+            attempt INTEGER NOT NULL,
+            name TEXT NOT NULL,           -- one sub-score: a check, a rubric rule, a check.py key
+            score REAL NOT NULL,
+            weight REAL NOT NULL DEFAULT 1,
+            detail TEXT,
+            PRIMARY KEY (rollout_id, attempt, name),
+            FOREIGN KEY (rollout_id, attempt) REFERENCES verdicts(rollout_id, attempt)
+        )""",
+    "task_errors": """
+        CREATE TABLE task_errors (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT REFERENCES runs(id),  -- NULL when no run read the file (e.g. tasks validate)
+            path TEXT NOT NULL,           -- the file that could not be read
+            field TEXT,                   -- the field at fault, where known
+            task_id TEXT,
+            message TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )""",
+    "dataset_rows": """
+        CREATE TABLE dataset_rows (
+            dataset_id TEXT NOT NULL REFERENCES datasets(id),
+            row INTEGER NOT NULL,         -- the row index in the export
+            role TEXT NOT NULL,           -- example | chosen | rejected | task
+            rollout_id TEXT REFERENCES rollouts(id),  -- the rollout it was built from (NULL for an RL task row)
+            attempt INTEGER,
+            task_hash TEXT NOT NULL REFERENCES tasks(hash),
+            PRIMARY KEY (dataset_id, row, role)
+        )""",
+    "checkpoints": """
+        CREATE TABLE checkpoints (
+            id TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            trainer TEXT NOT NULL,        -- trainer plugin name: trl-sft | trl-grpo | ...
+            base_model TEXT NOT NULL,     -- what it started from: a path, a hub id, or another checkpoint's path
+            parent_id TEXT REFERENCES checkpoints(id),  -- the checkpoint it continued from, if it was one
+            dataset_id TEXT REFERENCES datasets(id),  -- the data it trained on
+            path TEXT NOT NULL,           -- where the weights are (evaluate with --model transformers:PATH)
+            runs TEXT,                    -- JSON: run ids of the rollouts generated while training (RL)
+            config TEXT,                  -- JSON: the trainer options
+            metrics TEXT                  -- JSON: steps, loss, reward, wall time
+        )""",
+}
+
+
+@migration
+def m007_foreign_keys(db: sqlite_utils.Database) -> None:
+    """Declare every relation as a foreign key, so Datasette links the tables and
+    `PRAGMA foreign_key_check` can vouch for a store: verdict_scores -> verdicts (and rollouts),
+    task_errors -> runs, dataset_rows -> rollouts and tasks, checkpoints -> their parent checkpoint.
+    The keys are declared, not enforced (the store leaves PRAGMA foreign_keys off, so a write never
+    fails on one). synth_candidates.task_hash stays without one: accepted tasks are written to the
+    synthesis out_dir, not to the tasks table. Each table is rebuilt keeping its rows and indexes."""
+    for table, create in _M007_TABLES.items():
+        indexes = [r[0] for r in db.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL", [table]
+        ).fetchall()]
+        columns = [r[1] for r in db.execute(f"PRAGMA table_info({table})").fetchall()]
+        db.execute(create.replace(f"CREATE TABLE {table} (", f"CREATE TABLE _m007_{table} (", 1))
+        names = ", ".join(columns)
+        db.execute(f"INSERT INTO _m007_{table} ({names}) SELECT {names} FROM {table}")
+        db.execute(f"DROP TABLE {table}")
+        db.execute(f"ALTER TABLE _m007_{table} RENAME TO {table}")
+        for sql in indexes:
+            db.execute(sql)
+
+
+@migration
+def m008_readable_views(db: sqlite_utils.Database) -> None:
+    """Tool calls and results as plain columns: in `events` they are one JSON payload, which SQLite
+    tools and Datasette show as a line of escaped JSON; here a long tool result reads as its text."""
+    db.execute(
+        """
+        CREATE VIEW tool_calls AS
+        SELECT e.id, e.rollout_id, e.attempt, e.seq, e.ts,
+               json_extract(e.payload, '$.tool') AS tool,
+               json_extract(e.payload, '$.args') AS args     -- JSON: the arguments
+        FROM events e WHERE e.kind = 'tool_call'"""
+    )
+    db.execute(
+        """
+        CREATE VIEW tool_results AS
+        SELECT e.id, e.rollout_id, e.attempt, e.seq, e.ts, e.duration_ms,
+               json_extract(e.payload, '$.tool') AS tool,
+               json_extract(e.payload, '$.is_error') AS is_error,
+               json_extract(e.payload, '$.content') AS content   -- the result's text, unescaped
+        FROM events e WHERE e.kind = 'tool_result'"""
+    )

@@ -22,6 +22,20 @@ def schema_markdown() -> str:
         "checks that this file matches, so it cannot drift. The store is one SQLite file (WAL mode);",
         "open it with `sqlite3`, Datasette or any SQLite tool. JSON columns hold JSON text.",
         "",
+        "Every relation is a declared foreign key (`PRAGMA foreign_key_list`, and Datasette links",
+        "them); the store does not turn on `PRAGMA foreign_keys`, so they are checked with",
+        "`PRAGMA foreign_key_check`, never by a write failing. The `tool_calls` and `tool_results`",
+        "views show tool traffic as plain columns, a long tool result as its text.",
+        "",
+        "To browse a store in Datasette, with every table and column described and canned queries",
+        "(pass rate by run, endings, one rollout call by call, failed tool calls):",
+        "",
+        "```bash",
+        "pip install datasette                     # not a clawsdk dependency",
+        "clawsdk db serve                          # the default store; --db PATH for another",
+        "clawsdk db metadata > metadata.json        # or run datasette yourself: datasette STORE -m metadata.json",
+        "```",
+        "",
         "Migrations applied, in order: " + ", ".join(f"`{name}`" for name, _ in MIGRATIONS) + ".",
         "",
     ]
@@ -32,6 +46,11 @@ def schema_markdown() -> str:
     for kind, name, sql in rows:
         if kind == "table":
             lines += [f"## `{name}`", "", "```sql", _dedent(sql), "```", ""]
+    views = [(name, sql) for kind, name, sql in rows if kind == "view"]
+    if views:
+        lines += ["## Views", ""]
+        for name, sql in views:
+            lines += [f"### `{name}`", "", "```sql", _dedent(sql), "```", ""]
     indexes = [(name, sql) for kind, name, sql in rows if kind == "index"]
     if indexes:
         lines += ["## Indexes", "", "```sql"] + [sql + ";" for _, sql in indexes] + ["```", ""]
