@@ -465,6 +465,18 @@ async def serve_stdio(config: ServeConfig) -> RolloutHost:
     return host
 
 
+async def _end_http_sessions(server: Server) -> None:
+    """Close every client's MCP session, so that its open event stream ends and uvicorn can stop at once
+    (otherwise its graceful shutdown waits on the stream, then cancels it with a traceback in the log).
+    The SDK offers no public call for this: it keeps the transports on the app's session manager."""
+    manager = getattr(server, "_session_manager", None)
+    for transport in list(getattr(manager, "_server_instances", {}).values()):
+        try:
+            await transport.terminate()
+        except Exception as e:  # noqa: BLE001 - the server is going down either way
+            log.debug("closing an MCP session failed: %s", e)
+
+
 async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                      on_ready: Callable[[str, str], None] | None = None, path: str = "/mcp") -> RolloutHost:
     """Serve MCP over streamable HTTP at http://HOST:PORT/mcp until stopped (or max_rollouts ended)."""
@@ -486,12 +498,17 @@ async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int 
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if loopback else [])
         app = server.streamable_http_app(streamable_http_path=path, transport_security=security, host=host,
                                          session_idle_timeout=config.time_limit + 60)
-        uv = uvicorn_server(uvicorn.Config(BearerAuth(ValidBodies(app), token), log_level="warning", lifespan="on"))
+        # open event streams would hold a graceful shutdown forever; the rollouts are recorded by then
+        uv = uvicorn_server(uvicorn.Config(BearerAuth(ValidBodies(app), token), log_level="warning", lifespan="on",
+                                           timeout_graceful_shutdown=5))
 
         async def watch() -> None:
             await stop.wait()
             rollout_host.stop()  # before uvicorn closes the sessions, which would read as disconnects
-            uv.should_exit = True
+            await rollout_host.wait_recorded()
+            uv.should_exit = True  # stops accepting; answers in flight (a `finish`) still go out
+            await anyio.sleep(0.5)
+            await _end_http_sessions(server)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 
 import anyio
@@ -15,6 +16,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
 from tests.conftest import make_task
+from tests.serve.serve_proc import CLAWSDK, require_bwrap
 
 
 def _tool_call(i: int, path: str, content: str) -> dict:
@@ -168,3 +170,28 @@ def test_proxy_refuses_unknown_keys_and_reports_a_dead_upstream():
         assert kinds == [("model_request", None), ("model_response", 502)] and proxy.n_upstream_errors == 1
 
     anyio.run(main)
+
+
+def test_show_prints_the_harness_command_not_exec_none(tmp_path, db):
+    task = load_task(make_task(tmp_path, "shown"))
+    agent = HarnessAgent(command="echo done > done.txt", base_url="http://127.0.0.1:9/v1")
+    result = anyio.run(lambda: run([task], agent=agent, db=db, run_id="h-show", sandbox="local"))
+    (outcome,) = result.outcomes
+    assert outcome.kind.value == "ok" and outcome.passed
+    out = subprocess.run([CLAWSDK, "show", outcome.rollout_id, "--db", str(db)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "exec echo done > done.txt" in out.stdout and "exec None" not in out.stdout
+
+
+def test_a_harness_the_sandbox_refuses_is_an_unscored_setup_failure(tmp_path, db):
+    require_bwrap()  # bwrap isolates the network: the harness cannot reach its proxy from inside
+    task = load_task(make_task(tmp_path, "refused"))
+    agent = HarnessAgent(command="echo done > done.txt", base_url="http://127.0.0.1:9/v1")
+    result = anyio.run(lambda: run([task], agent=agent, db=db, run_id="h-refused", sandbox="bwrap", retries=0))
+    (outcome,) = result.outcomes
+    assert (outcome.kind.value, outcome.reward, outcome.passed) == ("sandbox_error", None, None)
+    assert "isolates the network" in outcome.error and "--sandbox local" in outcome.error
+    with Store(db) as s:
+        (row,) = s.rollouts("h-refused")
+    assert (row["scored"], row["reward"]) == (0, None)

@@ -138,3 +138,30 @@ def test_external_client_spawns_serve_over_stdio(db):
     rows, _, verdicts = _rollouts(db)
     assert [(r["failure_kind"], r["passed"], r["n_tool_calls"]) for r in rows] == [("ok", 1, 3)]
     assert "ended by finish, score 1.00" in out.stderr
+
+
+def test_a_probe_is_not_a_rollout_and_the_task_reaches_clients_without_instructions(tmp_path, db):
+    task = _task(tmp_path)
+
+    async def main():
+        async with hosting(ServeConfig(task=task, db=db, run_id="srv", sandbox="local")) as host:
+            server = host.server()
+            async with Client(server, mode="legacy") as c:  # a probe: lists, reads the task, leaves
+                tools = (await c.list_tools()).tools
+                assert tools[0].name == "task" and "Write done.txt containing done." in tools[0].description
+                assert tools[-1].name == "finish"
+                prompt = await c.get_prompt("task")
+                assert prompt.messages[0].content.text == task.instruction
+                r = await c.call_tool("task", {})
+                assert not r.is_error and r.content[0].text == task.instruction
+            await anyio.sleep(0.2)
+            assert not host.sessions and not host.finished
+            async with Client(server, mode="legacy") as c:  # a real session: its first tool call starts it
+                await c.call_tool("write", {"path": "done.txt", "content": "done\n"})
+                await c.call_tool("finish", {})
+            assert len(host.finished) == 1
+
+    anyio.run(main)
+    rows, events, _ = _rollouts(db)
+    assert [(r["sample"], r["failure_kind"], r["passed"], r["n_tool_calls"]) for r in rows] == [(0, "ok", 1, 1)]
+    assert not any(e["payload"].get("tool") == "task" for e in events[rows[0]["id"]])
