@@ -425,26 +425,40 @@ class _StdinLines:
         return line.decode("utf-8", "replace")
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait on `fd` (epoll refuses regular files and /dev/null)."""
+    import select
+
+    if not hasattr(select, "epoll"):
+        return False
+    ep = select.epoll()
+    try:
+        ep.register(fd, select.EPOLLIN)
+        return True
+    except OSError:
+        return False
+    finally:
+        ep.close()
+
+
 @contextlib.contextmanager
 def _claimed_stdin():
-    """stdin as `_StdinLines` when it is a pipe (fd 0 then reads /dev/null, so children never eat the wire);
-    None otherwise, and the SDK reads it its own way."""
-    import stat
+    """stdin as `_StdinLines` when it can be polled (a pipe, a socket, a terminal), and fd 0 then reads
+    /dev/null so children never eat the wire; None for a regular file, which the SDK reads its own way.
 
-    if not stat.S_ISFIFO(os.fstat(0).st_mode) and not stat.S_ISSOCK(os.fstat(0).st_mode):
+    No O_NONBLOCK: the open file is shared with the process that spawned us. A read after poll says
+    readable returns what is there without blocking."""
+    if not _pollable(0):
         yield None
         return
     private = os.dup(0)
-    saved = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    os.set_blocking(private, False)
     try:
         yield _StdinLines(private)
     finally:
-        os.dup2(saved, 0)
-        os.close(saved)
+        os.dup2(private, 0)
         os.close(private)
 
 
