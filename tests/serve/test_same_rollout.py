@@ -13,6 +13,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agents import ScriptedAgent
 from tests.conftest import make_task
+from tests.serve.serve_proc import session, start_http
 
 WRITE = {"tool": "write", "args": {"path": "done.txt", "content": "done\n"}}
 EXEC = {"tool": "exec", "args": {"command": "cat done.txt"}}
@@ -68,3 +69,24 @@ def test_serve_and_run_record_the_same_rollout(tmp_path, db, script):
     assert kinds.count("tool_call") == min(len(plan) - 1, 2) and "verifier" in kinds
     if script != "over-budget":
         assert {"event": "finish", "args": FINISH["args"]} in ran[4]
+
+
+@pytest.mark.slow
+def test_an_external_client_over_http_records_what_run_records(tmp_path, db):
+    folder = make_task(tmp_path, "same-http", extra={"limits": {"max_tool_calls": 2}})
+    plan = SCRIPTS["finished"]
+    anyio.run(lambda: run([load_task(folder)], agent=ScriptedAgent(plan), db=db, run_id="by-run"))
+    proc, info = start_http([str(folder), "--max-rollouts", "1", "--run-id", "by-http"], db)  # the default sandbox
+
+    async def drive():
+        async with session(info) as client:
+            for call in plan:
+                await client.call_tool(call["tool"], call["args"])
+
+    try:
+        anyio.run(drive)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert _ending(db, "by-http") == _ending(db, "by-run")
+    assert _ending(db, "by-run")[0]["passed"] == 1
