@@ -1,19 +1,28 @@
-"""The learning experiment: does SFT on clawsdk trajectories make the embedded model better on held-out tasks?
+"""The learning experiment: does training on clawsdk trajectories generalize, or only recall?
 
-    .venv/bin/python benchmarks/learning.py [--families rename-by-rule,fix-failing-test] [--train 24]
-        [--heldout 8] [--epochs 3] [--lr 1e-4] [--out /tmp/clawsdk-learning] [--threads 2]
+    .venv/bin/python benchmarks/learning.py [--tiny] [--out /tmp/clawsdk-learning] [--threads 2] ...
 
-1. Procedural tasks, split by family parameters: train tasks from --train-seed, held-out tasks
-   from --heldout-seed (same families and level, different generated parameters; no hash in
-   both sets). Each task offers the tools its family's reference solution uses.
-2. Oracle rollouts of the train tasks into the store (and, with --model-train N, embedded-model
-   rollouts of N of them, which selection judges like any other).
-3. The embedded SmolLM2-135M on the held-out tasks with the tool-loop agent (before).
-4. Selection (reward 1.0, held-out tasks excluded) -> SFT export -> `trl-sft` on the CPU.
-5. The checkpoint on the same held-out tasks with the same agent settings (after).
-Prints both pass rates with 95% confidence intervals, the paired difference, and the cost.
-Everything lands in one store (--out/learning.db), so `clawsdk runs`, `clawsdk data list` and
-`clawsdk train list` show the lineage afterwards.
+Splits (`clawsdk.synth.splits.make_splits`, seed --seed, level --level): training tasks of some
+templates of --train-families; held out, with no hash, literal solution or near-duplicate shared
+with training: (a) seen_params, new parameters of the training templates; (b) unseen_templates,
+the held-out templates of the training families; (c) unseen_families, --heldout-families. Every
+task offers the same full core tool set. Conditions, all on the same held-out tasks with the
+tool-loop agent at temperature 0:
+
+  base       the base model (--base: embedded SmolLM2-135M)
+  few-shot   the base model with one worked training example (instruction + reference calls) in its system prompt
+  format     SFT on oracle trajectories of --format-families only (other families: learns the tool-call
+             format, not the task)
+  lookup     no model: replays the reference solution of the training task whose instruction is most similar
+  sft        SFT on oracle trajectories of the training tasks
+  grpo       GRPO from the sft checkpoint on the training tasks, verifier score as reward
+
+Prints, per split and condition, the pass rate (Wilson 95% CI) and mean verifier score (bootstrap
+95% CI), paired differences (sft against each control, grpo against sft) and the cost of every
+stage. Everything lands in one store (--out/learning.db); runs are named by their content, so a
+rerun resumes finished rollouts, and a checkpoint folder that already holds a trained model is
+reused (delete it to train again). --tiny runs every condition on a few tasks with a tiny random
+model built offline: it proves the script works, its numbers mean nothing.
 """
 
 from __future__ import annotations
@@ -24,17 +33,23 @@ import json
 import math
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
-from clawsdk.bench.estimators import paired_test
-from clawsdk.data.export import export_sft
-from clawsdk.data.lineage import checkpoint
+from clawsdk.bench.estimators import bootstrap_mean, paired_test
+from clawsdk.data.export import export_rl, export_sft
 from clawsdk.data.select import Selection, select
+from clawsdk.models import toolcalls
+from clawsdk.models.prompt import SYSTEM_PROMPT
 from clawsdk.runtime.runner import run_sync
 from clawsdk.store.store import Store
-from clawsdk.synth.families import get_family
-from clawsdk.tasks.model import ToolPolicy
+from clawsdk.synth.dedup import MinHasher
+from clawsdk.synth.families import resolve_families
+from clawsdk.synth.procedural import generate
+from clawsdk.synth.splits import SPLITS, make_splits
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDITIONS = ("base", "few-shot", "format", "lookup", "sft", "grpo")
+COMPARE = (("base", "sft"), ("few-shot", "sft"), ("format", "sft"), ("lookup", "sft"), ("sft", "grpo"))
 
 
 def wilson(passed: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -47,244 +62,256 @@ def wilson(passed: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def make_tasks(families: list[str], n: int, seed: int, level: int, timeout_s: float | None = None) -> list:
-    tasks = []
-    for name in families:
-        family = get_family(name)
-        for i in range(n):
-            task = family.task(seed, i, level)
-            # the tools its reference solution uses: a shorter prompt for a 135M model, same for every task
-            allow = sorted({c.tool for c in task.solution})
-            update: dict = {"tool_policy": ToolPolicy(allow=allow)}
-            if timeout_s:
-                update["limits"] = task.limits.model_copy(update={"timeout_s": timeout_s})
-            tasks.append(task.model_copy(update=update))
-    return tasks
+def key(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
-def evaluate(tasks: list, model: str, run_id: str, db: Path, args: argparse.Namespace) -> tuple[dict, float]:
-    opts = {
-        "model": model,
-        "max_turns": args.max_turns,
-        "max_tokens": args.max_tokens,
-        "turn_timeout_s": args.turn_timeout_s,
-        "temperature": 0.0,
-    }
-    if args.threads:
-        opts["threads"] = args.threads
-    t0 = time.perf_counter()
-    result = run_sync(
-        tasks,
-        agent="tool-loop",
-        agent_options=opts,
-        run_id=run_id,
-        db=db,
-        concurrency=args.concurrency,
-        retries=1,
-    )
-    elapsed = time.perf_counter() - t0
-    with Store(db) as store:
-        rows = store.query(
-            "SELECT task_id, passed, scored, failure_kind, reward FROM rollouts WHERE run_id = ?", [run_id]
-        )
-    del result
-    return {
-        r["task_id"]: (r["passed"] == 1 and r["scored"] == 1, r["failure_kind"], r["reward"] or 0.0)
-        for r in rows
-    }, elapsed
+def with_timeout(tasks: list, timeout_s: float) -> list:
+    return [t.model_copy(update={"limits": t.limits.model_copy(update={"timeout_s": timeout_s})}) for t in tasks]
 
 
-def summary(label: str, results: dict, tasks: list) -> None:
-    by_family: dict[str, list[bool]] = defaultdict(list)
-    for t in tasks:
-        by_family[t.tags[0]].append(results.get(t.id, (False, None))[0])
-    allp = [results.get(t.id, (False, None))[0] for t in tasks]
-    lo, hi = wilson(sum(allp), len(allp))
-    print(
-        f"  {label:<7} pass rate {sum(allp) / len(allp):6.1%}  [{lo:.1%}, {hi:.1%}]  ({sum(allp)}/{len(allp)})  "
-        + "  ".join(f"{f} {sum(v)}/{len(v)}" for f, v in sorted(by_family.items()))
-    )
-    kinds: dict[str, int] = defaultdict(int)
-    for t in tasks:
-        kinds[str(results.get(t.id, (False, "missing"))[1])] += 1
-    rewards = [results.get(t.id, (False, None, 0.0))[2] for t in tasks]
-    print(
-        f"          mean verifier score {sum(rewards) / len(rewards):.3f} (partial credit); endings: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
-    )
+def worked_example(task) -> str:
+    """One training task and its reference calls, in the tool-call format the model writes."""
+    calls = "\n".join(toolcalls.format_tool_call(c.tool, c.args) for c in task.solution)
+    finish = toolcalls.format_tool_call("finish", {"summary": "done"})
+    return (f"{SYSTEM_PROMPT}\n\nA worked example of a different task, one tool call per turn:\n"
+            f"Task: {task.instruction.strip()}\nCalls, in order:\n{calls}\n{finish}")
 
 
-def train_sft(held: list, runs: list[str], db: Path, out: Path, args: argparse.Namespace, cost: dict):
-    """Selection (reward 1.0, no held-out task) -> SFT export -> trl-sft; (checkpoint id, path, dataset, metrics)."""
-    t0 = time.perf_counter()
-    with Store(db) as store:
-        result = select(
-            store,
-            Selection(
-                runs=runs, min_reward=1.0, max_tool_error_rate=0.0, exclude_tasks=[t.hash for t in held]
-            ),
-        )
-        exp = export_sft(store, result, out / "datasets", name="learning-sft")
-    cost["select + export"] = time.perf_counter() - t0
-    print(f"selection: {len(result.kept)} kept, dropped {result.reasons() or 'none'} -> {exp.dataset_id}")
+def nearest_solutions(held: list, train: list) -> list:
+    """Each held-out task with the reference solution of the most similar training instruction."""
+    hasher = MinHasher()
+    vectors = [hasher.vector(t.instruction) for t in train]
+    out = []
+    for t in held:
+        v = hasher.vector(t.instruction)
+        best = max(range(len(train)), key=lambda i: hasher.similarity(v, vectors[i]))
+        out.append(t.model_copy(update={"solution": train[best].solution}))
+    return out
 
-    from clawsdk_plugins.trainers import TrlSftTrainer
 
-    trainer = TrlSftTrainer(
-        "embedded",
-        epochs=args.epochs,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        max_length=args.max_length,
-        lora=args.lora,
-        threads=args.threads,
-        logging_steps=5,
-        scheduler="linear",
-        warmup_steps=5,
-    )
-    ckpt_dir = out / "checkpoint"
-    trained = trainer.train(exp.dataset_id, ckpt_dir, db=db)
-    cost["sft"] = trained.metrics["wall_s"]
-    return trained.checkpoint_id, ckpt_dir, exp.dataset_id, trained.metrics
+class Experiment:
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.out = Path(args.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.db = self.out / "learning.db"
+        self.cost: dict[str, float] = {}
+
+    def timed(self, stage: str, fn, *a, **kw):
+        t0 = time.perf_counter()
+        try:
+            return fn(*a, **kw)
+        finally:
+            self.cost[stage] = self.cost.get(stage, 0.0) + time.perf_counter() - t0
+
+    def evaluate(self, tasks: list, model: str, run_id: str, system_prompt: str | None = None) -> dict:
+        a = self.args
+        if model == "oracle":
+            run_sync(tasks, agent="oracle", run_id=run_id, db=self.db, concurrency=a.concurrency)
+        else:
+            opts = {"model": model, "max_turns": a.max_turns, "max_tokens": a.max_tokens,
+                    "turn_timeout_s": a.turn_timeout_s, "temperature": 0.0}
+            if a.threads:
+                opts["threads"] = a.threads
+            if system_prompt:
+                opts["system_prompt"] = system_prompt
+            run_sync(tasks, agent="tool-loop", agent_options=opts, run_id=run_id, db=self.db,
+                     concurrency=a.concurrency, retries=1)
+        with Store(self.db) as store:
+            rows = store.query("SELECT task_id, passed, scored, reward FROM rollouts WHERE run_id = ?", [run_id])
+        return {r["task_id"]: (bool(r["passed"] == 1 and r["scored"] == 1), float(r["reward"] or 0.0)) for r in rows}
+
+    def oracle_dataset(self, tasks: list, name: str) -> str:
+        run_id = f"learn-oracle-{key([t.hash for t in tasks])}"
+        self.timed("oracle rollouts", self.evaluate, tasks, "oracle", run_id)
+        with Store(self.db) as store:
+            kept = select(store, Selection(runs=[run_id], min_reward=1.0, max_tool_error_rate=0.0))
+            exp = export_sft(store, kept, self.out / "datasets", name=name)
+        print(f"  {name}: {len(kept.kept)}/{len(tasks)} oracle trajectories kept -> {exp.dataset_id}")
+        return exp.dataset_id
+
+    def sft(self, dataset_id: str, folder: str, base: str) -> tuple[str, dict]:
+        ckpt = self.out / folder
+        card = ckpt / "clawsdk-checkpoint.json"
+        if card.exists():
+            c = json.loads(card.read_text())
+            print(f"  {folder}: reusing {c['id']} in {ckpt}")
+            return str(ckpt), c["metrics"]
+        from clawsdk_plugins.trainers import TrlSftTrainer
+
+        a = self.args
+        trainer = TrlSftTrainer(base, epochs=a.epochs, max_steps=a.sft_max_steps, lr=a.lr, batch_size=a.batch_size,
+                                max_length=a.max_length, threads=a.threads, logging_steps=1 if a.tiny else 5,
+                                scheduler="linear",
+                                warmup_steps=min(5, max(0, a.sft_max_steps - 1)) if a.sft_max_steps > 0 else 5)
+        result = self.timed(f"train {folder}", trainer.train, dataset_id, ckpt, db=self.db)
+        m = result.metrics
+        print(f"  {folder}: {result.checkpoint_id}: {m['examples']} examples, {m['steps']} steps, loss "
+              f"{m['first_loss']} -> {m['last_loss']}, {m['train_s']:.0f} s")
+        return str(ckpt), m
+
+    def grpo(self, train: list, sft_ckpt: str) -> tuple[str, dict]:
+        ckpt = self.out / "grpo"
+        card = ckpt / "clawsdk-checkpoint.json"
+        if card.exists():
+            c = json.loads(card.read_text())
+            print(f"  grpo: reusing {c['id']} in {ckpt}")
+            return str(ckpt), c["metrics"]
+        from clawsdk_plugins.trainers import TrlGrpoTrainer
+
+        a = self.args
+        with Store(self.db) as store:
+            prompts = export_rl(store, train, self.out / "datasets", name="learning-grpo-prompts", formats=["jsonl"])
+        trainer = TrlGrpoTrainer(f"transformers:{sft_ckpt}", num_generations=a.group, max_steps=a.grpo_steps,
+                                 lr=a.grpo_lr, temperature=1.0, concurrency=a.concurrency, max_turns=a.max_turns,
+                                 max_tokens=a.max_tokens, turn_timeout_s=a.turn_timeout_s, threads=a.threads)
+        result = self.timed("train grpo", trainer.train, prompts.dataset_id, ckpt, db=self.db,
+                            run_prefix=f"learn-grpo-{key(sft_ckpt, a.grpo_steps, a.group)}")
+        groups: dict[tuple, set] = {}
+        with Store(self.db) as store:
+            for run in trainer.runs:
+                for r in store.rollouts(run):
+                    groups.setdefault((run, r["task_id"]), set()).add(r["reward"])
+        differ = sum(len(r) > 1 for r in groups.values())
+        m = {**result.metrics, "groups": len(groups), "groups_with_different_rewards": differ}
+        print(f"  grpo: {result.checkpoint_id}: {m['steps']} steps, {m['rollouts']} rollouts, "
+              f"{differ}/{len(groups)} groups with different rewards (the others give no gradient), "
+              f"mean reward {m['mean_reward_first']} -> {m['mean_reward_last']}")
+        return str(ckpt), m
+
+
+def report(results: dict, held: dict) -> dict:
+    table: dict = {}
+    print("\n| split | condition | pass rate [95% CI] | mean score [95% CI] |\n| --- | --- | --- | --- |")
+    for split in SPLITS:
+        tasks = held[split]
+        for cond in CONDITIONS:
+            r = results[cond][split]
+            passed = [float(r.get(t.id, (False, 0.0))[0]) for t in tasks]
+            scores = [r.get(t.id, (False, 0.0))[1] for t in tasks]
+            lo, hi = wilson(int(sum(passed)), len(tasks))
+            s = bootstrap_mean(scores)
+            table.setdefault(split, {})[cond] = {"passed": int(sum(passed)), "n": len(tasks), "pass_ci": [lo, hi],
+                                                 "score": s.value, "score_ci": [s.low, s.high],
+                                                 "per_task": passed, "scores": scores}
+            print(f"| {split} | {cond} | {int(sum(passed))}/{len(tasks)} {sum(passed) / len(tasks):.1%} "
+                  f"[{lo:.1%}, {hi:.1%}] | {s.value:.3f} [{s.low:.3f}, {s.high:.3f}] |")
+    print("\npaired differences in pass rate (B - A, paired bootstrap 95% CI, permutation p):")
+    diffs: dict = {}
+    for split in SPLITS:
+        for a, b in COMPARE:
+            t = paired_test(table[split][a]["per_task"], table[split][b]["per_task"])
+            diffs[f"{split}: {b} - {a}"] = t.as_dict()
+            print(f"  {split:<17} {b} - {a:<9} {t.diff:+.1%} [{t.low:+.1%}, {t.high:+.1%}] wins {t.wins} "
+                  f"losses {t.losses} p {t.p_permutation:.3g}")
+    return {"table": table, "paired": diffs}
+
+
+def tiny_base(out: Path) -> str:
+    """The tiny random chat model the training tests use (built offline, no download)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_conftest", ROOT / "tests" / "train" / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder = out / "tiny-base"
+    if not (folder / "config.json").exists():
+        module.build_tiny(folder)
+    return str(folder)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--families", default="rename-by-rule,fix-failing-test")
+    p.add_argument("--tiny", action="store_true", help="every condition on a few tasks with a tiny random model")
+    p.add_argument("--train-families", default="fix-failing-test,rename-by-rule")
+    p.add_argument("--heldout-families", default="log-summary,config-convert")
+    p.add_argument("--format-families", default="srt-shift,bibliography-format,csv-reconcile,meeting-actions")
     p.add_argument("--level", type=int, default=1, help="1 easy, 2 medium, 3 hard")
-    p.add_argument("--train", type=int, default=24, help="train tasks per family")
-    p.add_argument("--heldout", type=int, default=8, help="held-out tasks per family")
-    p.add_argument("--train-seed", type=int, default=1)
-    p.add_argument("--heldout-seed", type=int, default=2)
-    p.add_argument(
-        "--model-train", type=int, default=0, help="embedded-model rollouts on this many train tasks"
-    )
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--train", type=int, default=96, help="training tasks (and format-control tasks)")
+    p.add_argument("--heldout", type=int, default=64, help="held-out tasks per split")
+    p.add_argument("--base", default="embedded", help="embedded, transformers:PATH or PATH")
     p.add_argument("--epochs", type=float, default=3.0)
+    p.add_argument("--sft-max-steps", type=int, default=-1)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--batch-size", type=int, default=4)
-    p.add_argument("--max-length", type=int, default=2048)
-    p.add_argument("--lora", action="store_true")
-    p.add_argument("--max-turns", type=int, default=6)
+    p.add_argument("--max-length", type=int, default=4096)
+    p.add_argument("--group", type=int, default=4, help="GRPO rollouts per task")
+    p.add_argument("--grpo-steps", type=int, default=24)
+    p.add_argument("--grpo-lr", type=float, default=5e-6)
+    p.add_argument("--max-turns", type=int, default=8)
     p.add_argument("--max-tokens", type=int, default=512, help="completion tokens per model turn")
     p.add_argument("--turn-timeout-s", type=float, default=900.0, help="wall clock per model turn")
-    p.add_argument(
-        "--task-timeout-s", type=float, default=1800.0, help="wall clock per rollout (a CPU model is slow)"
-    )
+    p.add_argument("--task-timeout-s", type=float, default=1800.0, help="wall clock per rollout (a CPU model is slow)")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", default="/tmp/clawsdk-learning")
-    p.add_argument(
-        "--checkpoint", help="evaluate this checkpoint (an id in --out's store) instead of training a new one"
-    )
     args = p.parse_args()
+    if args.tiny:
+        args.train, args.heldout, args.epochs, args.sft_max_steps = 4, 2, 1.0, 2
+        args.group, args.grpo_steps, args.max_turns, args.max_tokens = 2, 1, 2, 24
+        args.lr, args.grpo_lr, args.turn_timeout_s, args.task_timeout_s = 1e-3, 1e-4, 120.0, 300.0
+        args.concurrency, args.batch_size, args.max_length = 2, 1, 8192  # its byte-level tokens: longer sequences
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    db = out / "learning.db"
-    families = [f.strip() for f in args.families.split(",") if f.strip()]
-    train = make_tasks(families, args.train, args.train_seed, args.level, args.task_timeout_s)
-    held = make_tasks(families, args.heldout, args.heldout_seed, args.level, args.task_timeout_s)
-    overlap = {t.hash for t in train} & {t.hash for t in held}
-    if overlap:
-        print(f"error: {len(overlap)} tasks are in both splits; choose other seeds", file=sys.stderr)
+    started = time.perf_counter()
+    exp = Experiment(args)
+    if args.tiny and args.base == "embedded":
+        args.base = tiny_base(exp.out)
+    train_f, held_f = resolve_families(args.train_families), resolve_families(args.heldout_families)
+    format_f = resolve_families(args.format_families)
+    clash = {f.name for f in format_f} & {f.name for f in train_f + held_f}
+    if clash:
+        print(f"error: --format-families must be other families; {', '.join(sorted(clash))} is trained or held out",
+              file=sys.stderr)
         return 2
-    print(
-        f"families {', '.join(families)} (level {args.level}); train {len(train)} tasks (seed {args.train_seed}), "
-        f"held-out {len(held)} tasks (seed {args.heldout_seed}); store {db}"
-    )
-    reused = None
-    if args.checkpoint:  # before any rollout: a wrong id should not cost an evaluation
-        with Store(db) as store:
-            try:
-                reused = checkpoint(store, args.checkpoint)
-            except LookupError as e:
-                print(f"error: {e} (see `clawsdk train list`)", file=sys.stderr)
-                return 2
-    cost: dict[str, float] = {}
+    s = exp.timed("splits", make_splits, train_f, held_f, n_train=args.train, n_heldout=args.heldout,
+                  seed=args.seed, level=args.level)
+    problems = s.problems()
+    if problems:
+        print("error: the splits leak:\n  " + "\n  ".join(problems[:10]), file=sys.stderr)
+        return 2
+    train = with_timeout(s.train, args.task_timeout_s)
+    held = {name: with_timeout(tasks, args.task_timeout_s) for name, tasks in s.heldout().items()}
+    fmt_tasks = with_timeout(list(generate(format_f, args.train, args.seed, {1: "easy", 2: "medium", 3: "hard"}
+                                           [args.level])), args.task_timeout_s)
+    print(f"train: {len(train)} tasks of {len(s.train_templates)} templates ({args.train_families}); held out "
+          f"per split: {', '.join(f'{k} {len(v)}' for k, v in held.items())} ({len(s.heldout_templates)} held-out "
+          f"templates; candidates dropped as too close to training: {s.dropped}); format control: "
+          f"{len(fmt_tasks)} tasks of {args.format_families}; base {args.base}; store {exp.db}")
 
-    t0 = time.perf_counter()
-    train_key = hashlib.sha256(json.dumps([t.hash for t in train]).encode()).hexdigest()[:8]
-    oracle_run = f"learn-oracle-{train_key}"
-    run_sync(train, agent="oracle", run_id=oracle_run, db=db, concurrency=args.concurrency)
-    cost["oracle rollouts"] = time.perf_counter() - t0
-    with Store(db) as store:  # from the store: a rerun resumes the run and only reports what it ran
-        solved = store.query(
-            "SELECT count(*) AS n FROM rollouts WHERE run_id = ? AND passed = 1", [oracle_run]
-        )
-    print(f"oracle: {solved[0]['n']}/{len(train)} train tasks solved ({cost['oracle rollouts']:.0f} s)")
-    runs = [oracle_run]
-    if args.model_train:
-        _, cost["embedded rollouts on train"] = evaluate(
-            train[: args.model_train], "embedded", f"learn-model-train-{train_key}", db, args
-        )
-        runs.append(f"learn-model-train-{train_key}")
+    print("training:")
+    sft_ckpt, sft_m = exp.sft(exp.oracle_dataset(train, "learning-sft"), "sft", args.base)
+    fmt_ckpt, fmt_m = exp.sft(exp.oracle_dataset(fmt_tasks, "learning-format"), "format", args.base)
+    grpo_ckpt, grpo_m = exp.grpo(train, sft_ckpt)
 
-    # the same settings give the same run id, so a rerun reuses a finished "before" run
-    key = hashlib.sha256(
-        json.dumps([t.hash for t in held] + [args.max_turns, args.max_tokens, args.turn_timeout_s]).encode()
-    ).hexdigest()
-    before, cost["eval before"] = evaluate(held, "embedded", f"learn-before-{key[:8]}", db, args)
-    print(
-        f"before: {sum(v[0] for v in before.values())}/{len(held)} held-out tasks passed "
-        f"({cost['eval before']:.0f} s)"
-    )
+    base_model = args.base if args.base == "embedded" else f"transformers:{args.base}"
+    models = {"base": (base_model, None), "few-shot": (base_model, worked_example(train[0])),
+              "format": (f"transformers:{fmt_ckpt}", None), "sft": (f"transformers:{sft_ckpt}", None),
+              "grpo": (f"transformers:{grpo_ckpt}", None)}
+    settings = [args.max_turns, args.max_tokens, args.turn_timeout_s]
+    results: dict = {c: {} for c in CONDITIONS}
+    print("evaluation:")
+    for split, tasks in held.items():
+        hashes = [t.hash for t in tasks]
+        results["lookup"][split] = exp.timed("eval lookup", exp.evaluate, nearest_solutions(tasks, train), "oracle",
+                                             f"learn-lookup-{split}-{key(hashes, [t.hash for t in train])}")
+        for cond, (model, prompt) in models.items():
+            weights = model if cond in ("base", "few-shot") else json.loads(
+                (Path(model.split(":", 1)[1]) / "clawsdk-checkpoint.json").read_text())["id"]
+            run_id = f"learn-{cond}-{split}-{key(hashes, weights, prompt, settings)}"
+            results[cond][split] = exp.timed(f"eval {cond}", exp.evaluate, tasks, model, run_id, prompt)
+            n = sum(v[0] for v in results[cond][split].values())
+            print(f"  {split} {cond}: {n}/{len(tasks)} passed")
 
-    if reused:
-        ckpt_id, ckpt_dir, dataset_id, m = (
-            reused["id"],
-            Path(reused["path"]),
-            reused["dataset_id"],
-            reused["metrics"],
-        )
-        cost["sft (earlier run)"] = m.get("wall_s", 0.0)
-    else:
-        ckpt_id, ckpt_dir, dataset_id, m = train_sft(held, runs, db, out, args, cost)
-    m_line = (
-        f"{m['examples']} examples ({m['skipped']} skipped), {m['steps']} steps, "
-        f"{m['tokens']} tokens ({m['assistant_tokens']} in the loss), loss {m['first_loss']:.3f} -> "
-        f"{m['last_loss']:.3f}, {m['train_s']:.0f} s training"
-    )
-    print(f"sft: {ckpt_id}{' (reused)' if args.checkpoint else ''}: {m_line}")
-
-    after, cost["eval after"] = evaluate(
-        held, f"transformers:{ckpt_dir}", f"learn-after-{ckpt_id}-{key[:8]}", db, args
-    )
-
-    print("\nheld-out pass rate (tool-loop agent, temperature 0, Wilson 95% CI):")
-    summary("before", before, held)
-    summary("after", after, held)
-    a = [float(before.get(t.id, (False,))[0]) for t in held]
-    b = [float(after.get(t.id, (False,))[0]) for t in held]
-    test = paired_test(a, b)
-    print(
-        f"  change  {test.diff:+.1%} absolute, paired bootstrap 95% CI [{test.low:+.1%}, {test.high:+.1%}], "
-        f"wins {test.wins} losses {test.losses}, p(permutation) {test.p_permutation:.3g}"
-    )
-    total = sum(cost.values())
-    print(
-        "\ncost (wall clock on this machine, CPU only; a stage reused from the store shows its rerun time): "
-        + ", ".join(f"{k} {v:.0f} s" for k, v in cost.items())
-        + f"; total {total / 60:.1f} min"
-    )
-    (out / "result.json").write_text(
-        json.dumps(
-            {
-                "families": families,
-                "train": len(train),
-                "heldout": len(held),
-                "before": sum(a),
-                "after": sum(b),
-                "diff": test.diff,
-                "ci": [test.low, test.high],
-                "cost_s": cost,
-                "sft": m,
-                "checkpoint": ckpt_id,
-                "dataset": dataset_id,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    summary = report(results, held)
+    total = time.perf_counter() - started
+    print("\ncost (wall clock, this machine; a stage reused from the store shows its rerun time): "
+          + ", ".join(f"{k} {v:.0f} s" for k, v in exp.cost.items()) + f"; total {total / 60:.1f} min")
+    (exp.out / "result.json").write_text(json.dumps({
+        "args": vars(args), "train_templates": s.train_templates, "heldout_templates": s.heldout_templates,
+        "sft": sft_m, "format": fmt_m, "grpo": grpo_m, "cost_s": exp.cost, "total_s": total, **summary},
+        indent=2, default=str) + "\n")
     return 0
 
 
