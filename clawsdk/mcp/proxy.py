@@ -25,6 +25,8 @@ from urllib.parse import urlparse
 
 import anyio
 
+from clawsdk.models.completion import MalformedAnswer, capped, read_completion
+
 if TYPE_CHECKING:
     from clawsdk.runtime.recorder import Recorder
     from clawsdk.tasks.model import Task
@@ -40,26 +42,31 @@ def _merge_delta(acc: dict[str, Any], delta: dict[str, Any]) -> None:
     if delta.get("role"):
         acc["role"] = delta["role"]
     for key in ("content", "reasoning_content", "reasoning"):
-        if delta.get(key):
+        if isinstance(delta.get(key), str) and delta[key]:
             acc[key] = (acc.get(key) or "") + delta[key]
-    for tc in delta.get("tool_calls") or []:
+    tool_calls = delta.get("tool_calls")
+    for tc in tool_calls if isinstance(tool_calls, list) else []:
+        if not isinstance(tc, dict):
+            continue
         calls = acc.setdefault("tool_calls", [])
         idx = tc.get("index", len(calls))
+        if not isinstance(idx, int) or not 0 <= idx < 1024:  # an index is a small position, never a size
+            continue
         while len(calls) <= idx:
             calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
         slot = calls[idx]
-        if tc.get("id"):
+        if isinstance(tc.get("id"), str):
             slot["id"] = tc["id"]
-        fn = tc.get("function") or {}
-        if fn.get("name"):
-            slot["function"]["name"] += fn["name"]
-        if fn.get("arguments"):
-            slot["function"]["arguments"] += fn["arguments"]
+        fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+        for key in ("name", "arguments"):
+            if isinstance(fn.get(key), str):
+                slot["function"][key] += fn[key]
 
 
 def response_record(body: dict[str, Any]) -> dict[str, Any]:
-    """The model_response payload of a (non-streamed) chat completion."""
-    choice = (body.get("choices") or [{}])[0]
+    """The model_response payload of a (non-streamed) chat completion; MalformedAnswer if it is not one."""
+    read_completion(body)  # every field this reads has the type it needs
+    choice = body["choices"][0]
     out: dict[str, Any] = {"message": choice.get("message"), "finish_reason": choice.get("finish_reason"),
                            "usage": body.get("usage"), "model": body.get("model"), "id": body.get("id")}
     for key in ("logprobs", "token_ids"):
@@ -70,6 +77,34 @@ def response_record(body: dict[str, Any]) -> dict[str, Any]:
     if len(body.get("choices") or []) > 1:
         out["choices"] = body["choices"]
     return out
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), type(value).__name__)
+
+
+def request_problem(body: Any) -> str | None:
+    """Why a chat-completions request body cannot be forwarded, or None (it is checked before anything
+    reads it: a list or a string used to be an HTTP 500 with a traceback in the log)."""
+    if not isinstance(body, dict):
+        return f"the request body must be a JSON object with `messages`, not {_kind(body)}"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        what = "missing" if "messages" not in body else f"{_kind(messages)}" if not isinstance(messages, list) \
+            else "an empty list"
+        return f"`messages` must be a non-empty list of {{role, content}} objects, got {what}"
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            return f"messages[{i}] must be an object with a string `role`, got {_kind(m)}" \
+                if not isinstance(m, dict) else f"messages[{i}].role must be a string, got {_kind(m.get('role'))}"
+    tools = body.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        return "`tools` must be a list of tool objects"
+    for key, types, what in (("model", str, "a string"), ("stream", bool, "a boolean")):
+        if body.get(key) is not None and not isinstance(body[key], types):
+            return f"`{key}` must be {what}, got {_kind(body[key])}"
+    return None
 
 
 class ModelProxy:
@@ -138,8 +173,12 @@ class ModelProxy:
                 break
         try:
             body = json.loads(raw or b"{}")
-        except json.JSONDecodeError as e:
-            return await _json(send, 400, {"error": {"message": f"the request body is not JSON: {e}"}})
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            return await _json(send, 400, {"error": {"message": f"the request body is not JSON: {e}",
+                                                     "type": "invalid_request_error"}})
+        problem = request_problem(body)
+        if problem is not None:
+            return await _json(send, 400, {"error": {"message": problem, "type": "invalid_request_error"}})
         await self._chat(body, recorder, send)
 
     async def _models(self, send: Callable) -> None:
@@ -166,14 +205,23 @@ class ModelProxy:
                 if not stream:
                     r = await client.post(f"{self.upstream}/chat/completions", json=body,
                                           headers=self._upstream_headers())
+                    status = r.status_code
                     try:
                         answer = r.json()
                     except ValueError:
                         answer = {"error": {"message": r.text[:2000]}}
-                    payload = response_record(answer) if r.status_code < 400 else {"error": answer, "status": r.status_code}
-                    self.n_upstream_errors += r.status_code >= 500
+                        if status < 400:  # a 200 whose body is not JSON is no answer at all
+                            answer, status = _bad_upstream("the body is not JSON", r.content), 502
+                    if status < 400:
+                        try:
+                            payload = response_record(answer)
+                        except MalformedAnswer as e:
+                            answer, status = _bad_upstream(str(e), r.content), 502
+                    if status >= 400:
+                        payload = {"error": answer, "status": status}
+                    self.n_upstream_errors += status >= 500
                     await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
-                    return await _json(send, r.status_code, answer)
+                    return await _json(send, status, answer)
                 async with client.stream("POST", f"{self.upstream}/chat/completions", json=body,
                                          headers=self._upstream_headers()) as r:
                     await send({"type": "http.response.start", "status": r.status_code,
@@ -208,6 +256,11 @@ class ModelProxy:
                 await _json(send, 502, {"error": {"message": msg, "type": "upstream_error"}})
 
 
+def _bad_upstream(why: str, raw: bytes) -> dict[str, Any]:
+    return {"error": {"message": f"the upstream's answer is not a chat completion: {why}", "type": "upstream_error",
+                      "raw": capped(raw)}}
+
+
 def _fold_sse_line(line: str, message: dict[str, Any], meta: dict[str, Any]) -> None:
     if not line.startswith("data:"):
         return
@@ -218,6 +271,8 @@ def _fold_sse_line(line: str, message: dict[str, Any], meta: dict[str, Any]) -> 
         event = json.loads(data)
     except json.JSONDecodeError:
         return
+    if not isinstance(event, dict):  # not a chunk: the client gets it as it came; nothing to fold
+        return
     if "error" in event:
         meta["error"] = event["error"]
     for key in ("id", "model"):
@@ -227,16 +282,20 @@ def _fold_sse_line(line: str, message: dict[str, Any], meta: dict[str, Any]) -> 
         meta["usage"] = event["usage"]
     if event.get("prompt_token_ids"):
         meta["prompt_token_ids"] = event["prompt_token_ids"]
-    for choice in event.get("choices") or []:
-        if choice.get("index", 0) != 0:
+    choices = event.get("choices")
+    for choice in choices if isinstance(choices, list) else []:
+        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
             continue
-        _merge_delta(message, choice.get("delta") or {})
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            _merge_delta(message, delta)
         if choice.get("finish_reason"):
             meta["finish_reason"] = choice["finish_reason"]
-        lp = (choice.get("logprobs") or {}).get("content")
-        if lp:
+        lp = choice.get("logprobs")
+        lp = lp.get("content") if isinstance(lp, dict) else None
+        if isinstance(lp, list) and lp:
             meta.setdefault("logprobs", {"content": []})["content"].extend(lp)
-        if choice.get("token_ids"):
+        if isinstance(choice.get("token_ids"), list):
             meta.setdefault("completion_token_ids", []).extend(choice["token_ids"])
 
 
