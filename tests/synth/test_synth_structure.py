@@ -12,8 +12,10 @@ from clawsdk.synth.splits import make_splits
 from clawsdk.tasks.validate import validate_tasks
 
 # (templates, abstract solutions, templates no other template shares a solution with), at level 1.
-# The one-template versions of these families had 1 template and 8 and 2 abstract solutions.
-MINIMUMS = {"fix-failing-test": (30, 30, 30), "rename-by-rule": (10, 10, 10)}
+# The one-template versions of fix-failing-test and rename-by-rule had 1 template and 8 and 2 abstract
+# solutions (sales-rollup, the one report family before table-report, 1). table-report writes its answer, so
+# its abstract solutions differ by the report's shape (columns, decimals) and no template owns one.
+MINIMUMS = {"fix-failing-test": (30, 30, 30), "rename-by-rule": (10, 10, 10), "table-report": (30, 15, 0)}
 
 
 def test_abstraction_removes_parameters_and_keeps_structure():
@@ -31,9 +33,10 @@ def test_structured_families_hold_many_kinds_of_work(family):
     assert report["templates"] >= templates
     assert report["solutions"] >= solutions
     assert report["separable"] >= separable
-    # two tasks of one template differ in parameters only: one abstract solution for both
+    # two tasks of one template differ in parameters only: one abstract solution for both (expenses has one
+    # measured column; in orders, units or amount is a parameter that changes the answer's shape)
     f = FAMILIES[family]
-    template = f.templates(1)[0]
+    template = "expenses:sum" if family == "table-report" else f.templates(1)[0]
     a, b = f.task(2, 0, 1, template), f.task(2, 1, 1, template)
     assert a.hash != b.hash and abstract_solution(a) == abstract_solution(b)
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from clawsdk.synth.families import analysis, content, planning, productivity, software, systems
+from clawsdk.synth.families import analysis, content, planning, productivity, reports, software, systems
 from clawsdk.synth.families.base import LEVEL_NAMES, LEVELS, Family, Spec
 
 FAMILIES: dict[str, Family] = {
     f.name: f
-    for module in (productivity, systems, analysis, content, planning, software)
+    for module in (productivity, systems, analysis, reports, content, planning, software)
     for f in module.FAMILIES
 }
 
