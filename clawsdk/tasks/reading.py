@@ -293,25 +293,59 @@ def _bounded_loader(limit: int) -> type:
     class Loader(yaml.SafeLoader):
         depth = 0
 
+        def __init__(self, stream):  # noqa: ANN001 - PyYAML's signature
+            super().__init__(stream)
+            self.open_anchors: set[str] = set()
+
         def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) and event.anchor in self.open_anchors:
+                raise NestingError(f"line {event.start_mark.line + 1}: *{event.anchor} refers to the anchor it is "
+                                   "inside of (a structure that contains itself)")
+            anchor = getattr(event, "anchor", None) if not isinstance(event, yaml.AliasEvent) else None
             self.depth += 1
+            if anchor:
+                self.open_anchors.add(anchor)
             try:
                 if self.depth > limit:
-                    mark = self.peek_event().start_mark
-                    raise NestingError(f"line {mark.line + 1}: nested deeper than {limit} levels; "
+                    raise NestingError(f"line {event.start_mark.line + 1}: nested deeper than {limit} levels; "
                                        "set CLAWSDK_MAX_NESTING to allow more")
                 return super().compose_node(parent, index)
             finally:
                 self.depth -= 1
+                if anchor:
+                    self.open_anchors.discard(anchor)
 
     return Loader
+
+
+#: values a YAML file may expand to through its aliases (`*name`): a few anchors can stand for billions
+MAX_EXPANDED_VALUES = 1_000_000
+
+
+def expanded_size(value: Any, stop: int = MAX_EXPANDED_VALUES) -> int:
+    """How many values `value` holds once every shared (aliased) part is counted each time it appears."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        v, done = stack.pop()
+        if not isinstance(v, (dict, list)) or (id(v) in sizes and not done):
+            continue
+        kids = list(v.values()) if isinstance(v, dict) else v
+        if done:
+            total = 1 + sum(sizes.get(id(k), 1) if isinstance(k, (dict, list)) else 1 for k in kids)
+            sizes[id(v)] = min(total, stop + 1)
+            continue
+        stack.append((v, True))
+        stack.extend((k, False) for k in kids if isinstance(k, (dict, list)) and id(k) not in sizes)
+    return sizes.get(id(value), 1)
 
 
 def parse_yaml(text: str, where: str, *, limits: ReadLimits | None = None, line_offset: int = 0) -> Any:
     """YAML (safe types only) with nesting bounded; TaskFormatError saying where it is wrong."""
     limits = limits or ReadLimits.from_env()
     try:
-        return yaml.load(text, Loader=_bounded_loader(limits.depth))  # noqa: S506 - a SafeLoader subclass
+        value = yaml.load(text, Loader=_bounded_loader(limits.depth))  # noqa: S506 - a SafeLoader subclass
     except NestingError as e:
         raise TaskFormatError(where, f"invalid YAML: {e}") from None
     except yaml.YAMLError as e:
@@ -321,6 +355,10 @@ def parse_yaml(text: str, where: str, *, limits: ReadLimits | None = None, line_
         raise TaskFormatError(where, f"invalid YAML: {at}{problem}") from None
     except RecursionError:
         raise TaskFormatError(where, "invalid YAML: nested too deep; set CLAWSDK_MAX_NESTING lower") from None
+    if expanded_size(value) > MAX_EXPANDED_VALUES:
+        raise TaskFormatError(where, f"invalid YAML: its aliases (*name) expand to more than {MAX_EXPANDED_VALUES:,} "
+                                     "values; write the repeated parts out, or share less")
+    return value
 
 
 def parse_json(text: str, where: str, *, limits: ReadLimits | None = None) -> Any:

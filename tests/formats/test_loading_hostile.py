@@ -257,3 +257,20 @@ def test_an_unforeseen_exception_in_a_source_is_one_error(tmp_path, monkeypatch)
     loaded = load_tasks(f"clawgym:{tmp_path / 'cg'}")
     assert [t.id for t in loaded.tasks] == ["b"]
     assert str(loaded.errors[0]) == f"{tmp_path / 'cg' / 'a' / 'data_entry.json'}: cannot be loaded (KeyError: 'surprise')"
+
+
+def test_yaml_aliases_cannot_make_a_structure_of_itself_or_a_billion_values(tmp_path):
+    make_task(tmp_path, "ok", extra={"metadata": {"defaults": {"a": 1}}})
+    with (tmp_path / "ok" / "task.yaml").open("a") as out:
+        out.write("tags: &t [x, y]\nlimits: {timeout_s: 30}\n")  # an anchor used once is fine
+    with (make_task(tmp_path, "rec") / "task.yaml").open("a") as out:
+        out.write("metadata: &a {k: *a}\n")
+    lines = ["metadata:", "  a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]  # 9**9 values
+    with (make_task(tmp_path, "laughs") / "task.yaml").open("a") as out:
+        out.write("\n".join(lines) + "\n")
+    loaded = load_tasks(str(tmp_path))
+    assert [t.id for t in loaded.tasks] == ["ok"]
+    msgs = {e.path.split("/")[-2]: e.message for e in loaded.errors}
+    assert "*a refers to the anchor it is inside of" in msgs["rec"]
+    assert "aliases (*name) expand to more than 1,000,000 values" in msgs["laughs"]

@@ -221,7 +221,9 @@ def op_value(rng: random.Random, fmt: str, base: Path, main: Path, outside: Path
 
 TOKENS = [b"[", b"]", b"{", b"}", b":", b"- ", b"---\n", b"```", b"\n## Prompt\n", b"&a ", b"*a", b"!!python/object:os.system ",
           b"\x00", b"\xff\xfe", b"\t", b"'", b'"', b"\\", b"%YAML 1.1\n", b"? ", b"|", b">", b"#", b"\r\n",
-          b"[" * 600, b"{a: " * 300]
+          b"[" * 600, b"{a: " * 300, b"&r [*r]", b"&s {k: *s}",
+          b"&l0 [x, x, x, x, x, x, x, x] " + b" ".join(b"&l%d [%s]" % (i, b", ".join([b"*l%d" % (i - 1)] * 8))
+                                                     for i in range(1, 9))]
 
 
 def op_bytes(rng: random.Random, fmt: str, base: Path, main: Path, outside: Path) -> str:
