@@ -36,6 +36,9 @@ def runs_command(db, as_json):
                       str(r["rollouts"]), str(r["finished"] or 0), f"{r['passed'] or 0}/{scored}",
                       fmt_reward(r["mean_reward"]))
     console.print(table)
+    for r in rows:
+        if r["status"] == "failed" and r.get("error"):  # why, and how to go on
+            console.print(f"[red]{escape(r['id'])} failed:[/red] {escape(r['error'])}; rerun with --run-id {escape(r['id'])}")
 
 
 def _fold(text: str, lines: int) -> str:

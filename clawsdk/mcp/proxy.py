@@ -365,11 +365,18 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
         tok = proxy.register(recorder, token)
         try:
             with anyio.open_signal_receiver(2, 15) as signals:
-                async with serving(proxy, host, port) as url:
+                async with serving(proxy, host, port) as url, anyio.create_task_group() as tg:
                     if on_ready is not None:
                         on_ready(url + "/v1", tok, rid)
+
+                    async def stop_on_store_failure() -> None:  # calls nobody records must not go on
+                        await writer.failed.wait()
+                        tg.cancel_scope.cancel()
+
+                    tg.start_soon(stop_on_store_failure)
                     async for _ in signals:
                         break
+                    tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await writer.put("finish_rollout", rollout_id=rid, attempt=0, status="finished",
@@ -377,3 +384,11 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
                                  error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
                                  duration_s=time.perf_counter() - started)
                 await writer.put("set_run_status", run_id=run_id, status="finished")
+    if writer.error is not None:  # its ending was dropped with the rest: end it on a connection of its own
+        from clawsdk.errors import StoreError
+        from clawsdk.store.store import Store
+
+        reason = f"the store refused a write ({type(writer.error).__name__}: {writer.error})"
+        with Store(db) as store, store.transaction():
+            store.settle_run(run_id, [rid], "failed", reason)
+        raise StoreError(f"{reason}; the proxy stopped, as nothing more could be recorded in {db}")

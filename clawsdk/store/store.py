@@ -72,8 +72,8 @@ class Store:
                 return
             if time.monotonic() >= deadline:
                 self.db.close()
-                raise StoreError(f"the store {self.path} is being created by another process (it has no tables "
-                                 "yet); try again in a moment")
+                raise StoreError(f"the store {self.path} has no tables yet: it is being created by another process "
+                                 "(try again in a moment), or it is an empty file")
             time.sleep(0.1)
 
     def close(self) -> None:

@@ -76,6 +76,8 @@ def test_a_crash_in_the_runner_ends_the_run_failed_with_the_reason(tmp_path, db)
         run_sync(tasks, db=db, run_id="bug", concurrency=2, on_rollout=boom)
     run, rollouts = rows(db, "bug")
     assert run["status"] == "failed" and run["error"] == "RuntimeError: progress display broke"
+    listed = subprocess.run(CLI + ["runs", "--db", str(db)], capture_output=True, text=True, timeout=60)
+    assert "bug failed: RuntimeError: progress display broke; rerun with --run-id bug" in listed.stdout
     assert not [r for r in rollouts if r["status"] in ("running", "retrying")]
     assert {r["status"] for r in rollouts} <= {"finished", "cancelled"}
     assert_resumes_to_the_end(tasks, db, "bug")
@@ -104,3 +106,46 @@ def test_run_of_two_folders_sharing_a_task_id_ends_clearly_with_nothing_running(
         assert con.execute("SELECT COUNT(*) FROM rollouts WHERE status IN ('running', 'retrying')").fetchone()[0] == 0
         assert con.execute("SELECT COUNT(*) FROM runs WHERE status = 'running'").fetchone()[0] == 0
         con.close()
+
+
+def test_a_proxy_whose_store_refuses_a_write_stops_and_ends_its_rollout(tmp_path, db, monkeypatch):
+    import anyio
+    import httpx2
+
+    from clawsdk.errors import StoreError
+    from clawsdk.mcp.proxy import run_proxy
+
+    def refuse(self, rows):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Store, "insert_events", refuse)
+    got: dict = {}
+
+    async def go():
+        ready = anyio.Event()
+
+        def on_ready(url, token, rid):
+            got.update(url=url, token=token, rid=rid)
+            ready.set()
+
+        async def proxy():
+            try:
+                await run_proxy(upstream="http://127.0.0.1:9/v1", upstream_key=None, host="127.0.0.1", port=0,
+                                token=None, task=None, run_id="px", db=db, on_ready=on_ready)
+            except StoreError as e:
+                got["error"] = str(e)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(proxy)
+                await ready.wait()
+                async with httpx2.AsyncClient(timeout=10) as client:
+                    await client.post(got["url"] + "/chat/completions", json={"messages": [{"role": "user",
+                                      "content": "hi"}]}, headers={"authorization": f"Bearer {got['token']}"})
+
+    anyio.run(go)  # ends by itself: the proxy stopped once nothing could be recorded
+    assert "database or disk is full" in got["error"] and "the proxy stopped" in got["error"]
+    monkeypatch.undo()
+    run, rollouts = rows(db, "px")
+    assert run["status"] == "failed" and "disk is full" in run["error"]
+    assert [r["status"] for r in rollouts] == ["cancelled"]
