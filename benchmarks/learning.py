@@ -90,6 +90,19 @@ def nearest_solutions(held: list, train: list) -> list:
     return out
 
 
+def card(folder: Path) -> dict | None:
+    """The checkpoint card a trainer leaves beside its weights, if the folder holds a trained model."""
+    path = Path(folder) / "clawsdk-checkpoint.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def reused(folder: Path) -> dict | None:
+    c = card(folder)
+    if c is not None:
+        print(f"  {folder.name}: reusing {c['id']} in {folder} (delete the folder to train again)")
+    return c
+
+
 class Experiment:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -133,10 +146,7 @@ class Experiment:
 
     def sft(self, dataset_id: str, folder: str, base: str) -> tuple[str, dict]:
         ckpt = self.out / folder
-        card = ckpt / "clawsdk-checkpoint.json"
-        if card.exists():
-            c = json.loads(card.read_text())
-            print(f"  {folder}: reusing {c['id']} in {ckpt}")
+        if (c := reused(ckpt)) is not None:
             return str(ckpt), c["metrics"]
         from clawsdk_plugins.trainers import TrlSftTrainer
 
@@ -153,10 +163,7 @@ class Experiment:
 
     def grpo(self, train: list, sft_ckpt: str) -> tuple[str, dict]:
         ckpt = self.out / "grpo"
-        card = ckpt / "clawsdk-checkpoint.json"
-        if card.exists():
-            c = json.loads(card.read_text())
-            print(f"  grpo: reusing {c['id']} in {ckpt}")
+        if (c := reused(ckpt)) is not None:
             return str(ckpt), c["metrics"]
         from clawsdk_plugins.trainers import TrlGrpoTrainer
 
@@ -297,8 +304,7 @@ def main() -> int:
         results["lookup"][split] = exp.timed("eval lookup", exp.evaluate, nearest_solutions(tasks, train), "oracle",
                                              f"learn-lookup-{split}-{key(hashes, [t.hash for t in train])}")
         for cond, (model, prompt) in models.items():
-            weights = model if cond in ("base", "few-shot") else json.loads(
-                (Path(model.split(":", 1)[1]) / "clawsdk-checkpoint.json").read_text())["id"]
+            weights = model if cond in ("base", "few-shot") else card(Path(model.split(":", 1)[1]))["id"]
             run_id = f"learn-{cond}-{split}-{key(hashes, weights, prompt, settings)}"
             results[cond][split] = exp.timed(f"eval {cond}", exp.evaluate, tasks, model, run_id, prompt)
             n = sum(v[0] for v in results[cond][split].values())
