@@ -100,6 +100,9 @@ def test_fifos_and_devices_are_refused_without_blocking(backend):
                 await sb.read("pipe")
             with pytest.raises(OSError, match="pipe"):
                 await sb.write("pipe", b"x")
+            for op in (sb.read("pipe/x"), sb.list("pipe"), sb.write("pipe/x", b"x")):
+                with pytest.raises(NotADirectoryError, match="pipe"):
+                    await op
         if backend == "local" and os.geteuid() == 0:  # only the unconfined side can make a device node
             os.mknod(sb.workspace / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
         for name in ("dev", "null"):
