@@ -87,7 +87,7 @@ async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
             for path, data in snapshot.items():
                 await box.write(path, data)
             try:
-                verdict = await verify(task, box, recorder, registry, recorder.transcript() or None)
+                verdict = await verify(task, box, recorder, registry)
                 result.scores.append(verdict.score)
             except RolloutError as e:
                 result.scores.append(None)

@@ -134,7 +134,7 @@ class LiveRollout:
         self.sample = sample
         self.agent = agent
         self.id = rollout_id(host.config.run_id, host.config.task.id, sample)
-        self.recorder = Recorder(host.writer, self.id, 0, keep=True)
+        self.recorder = Recorder(host.writer, self.id, 0)
         self.tools: ToolSession | None = None
         self.ready = anyio.Event()  # the tool session is up, or the rollout ended before it was
         self.ended = anyio.Event()

@@ -135,9 +135,9 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         # the workspace is scored whatever the agent's ending: it is what the agent left
         if limiter is not None:
             async with limiter:
-                verdict = await verify(task, sandbox, recorder, registry, recorder.transcript() or None)
+                verdict = await verify(task, sandbox, recorder, registry)
         else:
-            verdict = await verify(task, sandbox, recorder, registry, recorder.transcript() or None)
+            verdict = await verify(task, sandbox, recorder, registry)
     except BaseException as raw:  # MCP clients wrap errors in exception groups: judge the first leaf
         exc = first_leaf(raw)
         if not isinstance(exc, Exception) or isinstance(exc, anyio.get_cancelled_exc_class()):

@@ -168,7 +168,7 @@ async def run(
                         attempt += 1
                         await record_start(writer, rollout_id=rid, run_id=run_id, task=task, sample=sample,
                                            attempt=attempt, agent=agent_name, model=getattr(the_agent, "model", None))
-                        recorder = Recorder(writer, rid, attempt, keep=True)
+                        recorder = Recorder(writer, rid, attempt)
 
                         async def cancelled() -> None:
                             await record_cancelled(writer, rid, attempt, recorder)

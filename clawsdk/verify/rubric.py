@@ -325,9 +325,9 @@ class RubricVerifier(Verifier):
             shown.append((path, text))
         return shown
 
-    def _transcript(self, ctx: VerifyContext, cap: int = 12_000) -> str:
+    async def _transcript(self, ctx: VerifyContext, cap: int = 12_000) -> str:
         lines = []
-        for e in ctx.transcript or []:
+        for e in await ctx.events():
             p = e.get("payload") or {}
             if e.get("kind") == "tool_call":
                 lines.append(f"-> {p.get('tool')} {json.dumps(p.get('args', {}), ensure_ascii=False)[:400]}")
@@ -349,7 +349,7 @@ class RubricVerifier(Verifier):
         listing = "\n\n".join(f"## {path}\n```\n{text}\n```" for path, text in files) or "(no output files)"
         parts.append(f"# Files in the workspace after the agent finished\n\n{listing}")
         if self.spec.include_transcript:
-            parts.append(f"# What the agent did (tool calls and replies)\n\n{self._transcript(ctx) or '(nothing)'}")
+            parts.append(f"# What the agent did (tool calls and replies)\n\n{await self._transcript(ctx) or '(nothing)'}")
         example = {r.name: {"score": 0.5, "reason": "..."} for r in self.rules[:2]}
         parts.append("# Answer\n\nReply with one JSON object and nothing else, scoring every rule with one of "
                      "0, 0.25, 0.5, 0.75, 1:\n" + json.dumps({"scores": example}))

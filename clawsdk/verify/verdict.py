@@ -47,8 +47,14 @@ class VerifyContext:
     recorder: Recorder
     #: where the hidden files are inside the sandbox, if the task has any
     hidden_path: str | None = None
-    #: the rollout's events so far, for verifiers that grade the transcript
+    #: the rollout's events, when the caller has them at hand; otherwise `events()` reads them
     transcript: list[dict[str, Any]] | None = None
+
+    async def events(self) -> list[dict[str, Any]]:
+        """The rollout's events so far (kind, payload, ...), for verifiers that grade the trajectory."""
+        if self.transcript is None:
+            self.transcript = await self.recorder.events_so_far()
+        return self.transcript
 
 
 class Verifier(abc.ABC):

@@ -455,7 +455,7 @@ class PinchBenchVerifier(Verifier):
         if not any(f.path == spec.grade_file for f in task.hidden) or not ctx.hidden_path:
             raise VerifierError(f"task {task.id}: {spec.grade_file} is not among its hidden files")
         grade_path = f"{ctx.hidden_path.rstrip('/')}/{spec.grade_file}"
-        transcript = to_transcript(ctx.transcript, task.instruction)
+        transcript = to_transcript(await ctx.events(), task.instruction)
         result = await ctx.sandbox.exec(
             ["python3", "-c", RUNNER, grade_path, ctx.sandbox.workspace_path],
             timeout=spec.timeout_s, stdin=json.dumps(transcript, default=str).encode("utf-8"),

@@ -65,3 +65,24 @@ def test_writer_commits_everything_queued_even_when_cancelled(db):
 def test_readonly_store_needs_an_existing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="no clawsdk store"):
         Store(tmp_path / "nope.db", readonly=True)
+
+
+def test_a_rollout_streams_its_events_and_reads_them_back_in_order(db):
+    """Events go to the writer as they happen (nothing held per rollout); a verifier that grades
+    the trajectory gets all of them back, in order, this attempt's only."""
+    from clawsdk.runtime.recorder import Recorder
+
+    async def main():
+        async with StoreWriter(db) as writer:
+            other = Recorder(writer, "r1", 0)
+            await other.record("note", {"i": -1})
+            rec = Recorder(writer, "r1", 1)
+            for i in range(5000):
+                await rec.record("tool_call" if i % 2 else "tool_result", {"i": i})
+            assert rec.kept == []
+            events = await rec.events_so_far()
+        assert [e["payload"]["i"] for e in events] == list(range(5000))
+        assert [e["seq"] for e in events] == list(range(5000))
+        assert events[1]["kind"] == "tool_call" and rec.n_tool_calls == 2500
+
+    anyio.run(main)
