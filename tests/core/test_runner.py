@@ -106,8 +106,9 @@ class FlakySandbox(LocalSandbox):
         await super().start(task)
 
 
-def test_sandbox_failure_is_retried_and_the_retry_counts(tmp_path, db):
-    get_registry().tables["sandboxes"]["flaky"] = lambda config=None: FlakySandbox(config)
+def test_sandbox_failure_is_retried_and_the_retry_counts(tmp_path, db, monkeypatch):
+    # registered for this test only: the process-wide registry is what later tests list
+    monkeypatch.setitem(get_registry().tables["sandboxes"], "flaky", lambda config=None: FlakySandbox(config))
     FlakySandbox.failures = 1
     tasks = tasks_in(make_task(tmp_path))
     [o] = run_sync(tasks, agent="oracle", sandbox="flaky", db=db, backoff_s=0.01, run_id="f").outcomes

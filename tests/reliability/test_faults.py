@@ -30,9 +30,9 @@ def kinds(db, run_id):
         return {r["task_id"]: (r["failure_kind"], r["scored"], r["attempt"]) for r in store.rollouts(run_id)}
 
 
-def test_a_tool_server_that_crashes_is_an_unscored_retried_sandbox_error(tmp_path, db):
-    get_registry().tables["skills"]["crashy"] = lambda sandbox, task: StdioServerParameters(
-        command=sys.executable, args=[str(HERE / "crashy_server.py")])
+def test_a_tool_server_that_crashes_is_an_unscored_retried_sandbox_error(tmp_path, db, monkeypatch):
+    monkeypatch.setitem(get_registry().tables["skills"], "crashy", lambda sandbox, task: StdioServerParameters(
+        command=sys.executable, args=[str(HERE / "crashy_server.py")]))
     make_task(tmp_path / "t", "crashes", extra={"tools": ["core", "crashy"]})
     make_task(tmp_path / "t", "fine")
     agent = ScriptedAgent(lambda task: [{"tool": "ping"}, {"tool": "crash"}] if task.id == "crashes"
@@ -59,8 +59,9 @@ class DyingSandbox(LocalSandbox):
         return await super().exec(command, **kw)
 
 
-def test_a_sandbox_that_dies_mid_exec_is_a_sandbox_error_even_if_the_agent_carries_on(tmp_path, db):
-    get_registry().tables["sandboxes"]["dying"] = lambda config=None: DyingSandbox(config or SandboxConfig())
+def test_a_sandbox_that_dies_mid_exec_is_a_sandbox_error_even_if_the_agent_carries_on(tmp_path, db, monkeypatch):
+    monkeypatch.setitem(get_registry().tables["sandboxes"], "dying",
+                        lambda config=None: DyingSandbox(config or SandboxConfig()))
     tasks = tasks_in(make_task(tmp_path, "dies"))
     agent = ScriptedAgent([{"tool": "exec", "args": {"command": "echo one"}},
                            {"tool": "exec", "args": {"command": "echo two"}},
@@ -84,8 +85,8 @@ class CrashingVerifier(Verifier):
         raise KeyError("score")
 
 
-def test_a_verifier_that_crashes_is_retried_then_unscored(tmp_path, db):
-    get_registry().tables["verifiers"]["crashing"] = CrashingVerifier
+def test_a_verifier_that_crashes_is_retried_then_unscored(tmp_path, db, monkeypatch):
+    monkeypatch.setitem(get_registry().tables["verifiers"], "crashing", CrashingVerifier)
     tasks = tasks_in(make_task(tmp_path, extra={"verifier": {"type": "crashing"}}))
     CrashingVerifier.calls = 0
     [o] = run_sync(tasks, agent="oracle", db=db, retries=2, backoff_s=0.01).outcomes
