@@ -131,7 +131,7 @@ def _open_dir(root: Path, parts: list[str]) -> int:
                 here = str(root.joinpath(*parts[:i + 1]))
                 if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
                     raise _symlink_error(here, part, fd) from None
-                raise TaskFormatError(here, "is a file; a folder is expected here") from None
+                raise TaskFormatError(here, "is not a folder (a file, or a fifo); a folder is expected here") from None
             os.close(fd)
             fd = nxt
         return fd
