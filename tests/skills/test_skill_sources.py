@@ -102,7 +102,7 @@ def test_example_skill_package_installs_shows_in_plugins_and_passes_its_tests(tm
     out = subprocess.run([clawsdk, "plugins", "--json"], capture_output=True, text=True, env=env, timeout=120)
     todo = [p for p in json.loads(out.stdout) if p["name"] == "todo"]
     assert todo == [{"name": "todo", "origin": "entry point clawsdk-skill-todo 0.1.0",
-                     "provides": {"skills": ["todo"]}, "error": None}]
+                     "provides": {"skills": ["todo"]}, "error": None, "notes": []}]
     check = subprocess.run([clawsdk, "skills", "check", "todo"], capture_output=True, text=True, env=env, timeout=120)
     assert check.returncode == 0 and "skill todo: passes" in check.stdout, check.stdout + check.stderr
     tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
