@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from clawsdk.cli.common import db_option, friendly_errors
-from clawsdk.store.store import default_db_path
+from clawsdk.store.store import Store, default_db_path
 
 INSTALL_HINT = ("datasette is not installed; install it with `pip install datasette` (or `pipx install "
                 "datasette`) and run this again. Any SQLite tool opens the store too: sqlite3 {db}")
@@ -36,8 +36,7 @@ def serve_command(db, port, host, open_browser):
     from clawsdk.store.datasette import metadata
 
     path = Path(db) if db else default_db_path()
-    if not path.exists():
-        raise FileNotFoundError(f"no clawsdk store at {path} (set --db or CLAWSDK_DB)")
+    Store(path, readonly=True).close()  # missing, not SQLite, still being created: one line, before the exec
     datasette = shutil.which("datasette")
     if datasette is None:
         raise click.ClickException(INSTALL_HINT.format(db=path))
@@ -56,4 +55,6 @@ def metadata_command(db):
     """Print the Datasette metadata (JSON) for the store: `datasette STORE -m metadata.json`."""
     from clawsdk.store.datasette import metadata
 
-    click.echo(json.dumps(metadata(Path(db) if db else default_db_path()), indent=2))
+    path = Path(db) if db else default_db_path()
+    Store(path, readonly=True).close()  # the metadata describes a store: refuse a file that is not one
+    click.echo(json.dumps(metadata(path), indent=2))
