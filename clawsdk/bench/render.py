@@ -33,6 +33,9 @@ def status_line(r: dict) -> str:
     if r["status"] == "complete":
         return f"complete: every task has its {r['k']} scored sample(s)"
     why = f"{r['unscored']} unscored by infrastructure failures, {r.get('pending', 0)} not finished"
+    if r.get("partly_verified"):
+        why += (f"; {r['partly_verified']} of the unscored are hybrids whose judged part had no judge model "
+                f"(set CLAWSDK_JUDGE): their automated part is in the sub-scores")
     if r.get("run_status") == "interrupted":
         why += "; the run was interrupted"
     return (f"PARTIAL: {r['missing_samples']} sample(s) missing ({why}); scores cover only what was scored. "
@@ -99,6 +102,14 @@ def _metric_columns(r: dict, compact: bool = False) -> list[tuple[str, Any]]:
     return cols
 
 
+def category_note(r: dict) -> str | None:
+    """Why a report has no per-category breakdown, when it has none."""
+    if list(r["categories"]) == ["(none)"]:
+        return ("No per-category breakdown: none of these tasks has a category. The task files give none, and "
+                "where a ClawGym loader infers one (docs/formats.md) the instruction said too little.")
+    return None
+
+
 def subscores_to_show(subscores: dict[str, dict], limit: int) -> list[tuple[str, dict]]:
     """At most `limit` sub-scores, those that differ most between tasks first, and always both ends:
     the lowest and the highest means are kept, so a list of many 0% ones cannot hide the 100% ones."""
@@ -148,6 +159,8 @@ def terminal(r: dict, console: Console | None = None) -> None:
     o = r["overall"]
     table.add_row(Text("all", style="bold"), f"{o['tasks_scored']}/{o['tasks']}", *[f(o) for _, f in cols])
     console.print(table)
+    if category_note(r):
+        console.print(Text(category_note(r), style="dim"))
 
     parts = []
     if r["subscores"]:
@@ -205,6 +218,8 @@ def markdown(r: dict, *, title: str | None = None) -> str:
     o = r["overall"]
     rows.append(["**all**", f"{o['tasks_scored']}/{o['tasks']}", *[f"**{f(o)}**" for _, f in cols]])
     out.append(_md_table(["category", "tasks", *[n for n, _ in cols]], rows))
+    if category_note(r):
+        out += ["", category_note(r)]
     if r["subscores"]:
         out += ["", "## Sub-scores", ""]
         out.append(_md_table(["sub-score", "tasks", "mean", "spread"], subscore_rows(r["subscores"])))

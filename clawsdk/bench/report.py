@@ -96,6 +96,7 @@ def build_report(data: RunData, *, ks: list[int] | None = None, n_boot: int = DE
         "run_status": data.run.get("status"),
         "missing_samples": data.missing_samples,
         "unscored": data.unscored,
+        "partly_verified": sum(t.partly_verified for t in data.tasks),
         "pending": data.pending,
         "overall": _block(data.tasks, ks, **opts),
         "categories": {c: _block(ts, ks, **opts) for c, ts in sorted(cats.items())},

@@ -32,6 +32,8 @@ class TaskSamples:
     unscored: Counter = field(default_factory=Counter)  # failure kind -> finished samples not scored
     pending: int = 0  # samples not finished: never started, running, retrying, cancelled
     subscores: dict[str, list[float]] = field(default_factory=dict)
+    #: unscored samples whose automated part was scored (a hybrid with no judge model for its rubric)
+    partly_verified: int = 0
 
     @property
     def n(self) -> int:
@@ -143,7 +145,10 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
     for s in store.query(
             """SELECT v.rollout_id, v.name, v.score FROM verdict_scores v
                JOIN rollouts o ON o.id = v.rollout_id AND o.attempt = v.attempt
-               WHERE o.run_id = ? AND o.scored = 1 AND o.status = 'finished' ORDER BY v.rowid""", [run_id]):
+               WHERE o.run_id = ? AND o.status = 'finished'
+                 AND (o.scored = 1 OR o.failure_kind = 'verifier_error') ORDER BY v.rowid""", [run_id]):
+        # an unscored verifier_error with sub-scores is a hybrid that could not be fully judged: its
+        # automated part is reported as a sub-score, the task stays unscored
         subs.setdefault(s["rollout_id"], []).append((s["name"], s["score"]))
 
     judges = [r["judge"] for r in store.query(
@@ -182,6 +187,9 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
                 ts.subscores.setdefault(name, []).append(float(score))
         else:
             ts.unscored[r["failure_kind"] or "unknown"] += 1
+            for name, score in subs.get(r["id"], []):
+                ts.subscores.setdefault(name, []).append(float(score))
+            ts.partly_verified += bool(subs.get(r["id"]))
     for ts in tasks.values():  # samples never started count as pending too
         ts.pending = max(ts.pending, k - ts.n - sum(ts.unscored.values()))
     return RunData(run_id=run_id, run=run, config=config, k=k, manifest=manifest,

@@ -44,6 +44,8 @@ class AttemptResult:
     duration_s: float = 0.0
     n_tool_calls: int = 0
     n_model_calls: int = 0
+    #: False when trying again cannot help (a judge model that is not configured)
+    retryable: bool = True
 
 
 def first_leaf(exc: BaseException) -> BaseException:
@@ -104,6 +106,7 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
     kind = FailureKind.OK
     error: str | None = None
     verdict: Verdict | None = None
+    retryable = True
     sandbox: Sandbox | None = None
     try:
         try:
@@ -147,7 +150,9 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         else:  # a failure of ours or of a tool server: infrastructure, not the agent
             log.error("rollout %s failed", recorder.rollout_id, exc_info=exc)
             kind, error = FailureKind.SANDBOX_ERROR, f"{type(exc).__name__}: {exc}"
-        verdict = None
+        # a verifier that scored part of the work (a hybrid without its judge) keeps that part, unscored
+        verdict = getattr(exc, "partial_verdict", None)
+        retryable = getattr(exc, "retryable", True)
         event = {"kind": kind.value, "message": error}
         if getattr(exc, "raw", None) is not None:  # what a model backend answered, when that was the problem
             event["raw"] = exc.raw
@@ -161,7 +166,8 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
                 except Exception:  # noqa: BLE001 - a failed cleanup must not hide the result
                     log.exception("closing the sandbox of %s failed", recorder.rollout_id)
     return AttemptResult(kind=kind, verdict=verdict, error=error, duration_s=time.perf_counter() - started,
-                         n_tool_calls=recorder.n_tool_calls, n_model_calls=recorder.n_model_calls)
+                         n_tool_calls=recorder.n_tool_calls, n_model_calls=recorder.n_model_calls,
+                         retryable=retryable)
 
 
 async def record_start(writer: StoreWriter, *, rollout_id: str, run_id: str, task: Task, sample: int, attempt: int,

@@ -181,7 +181,7 @@ async def run(
                         except BaseException:  # cancelled (maybe inside an exception group): not finished
                             await cancelled()
                             raise
-                        last = retry == retries or not res.kind.retryable
+                        last = retry == retries or not res.kind.retryable or not res.retryable
                         verdict = res.verdict
                         await record_ending(writer, rid, attempt, res, last=last)
                         if last:

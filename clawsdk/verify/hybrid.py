@@ -20,8 +20,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from clawsdk.errors import VerifierError
 from clawsdk.tasks.model import VerifierSpec
+from clawsdk.verify.rubric import JudgeMissing
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+
+
+class PartlyVerified(VerifierError):
+    """A part could not be judged (no judge model): the parts that ran are in `partial_verdict`,
+    recorded as sub-scores, and the rollout is unscored (verifier_error), never a silent 0."""
+
+    retryable = False  # a missing judge is setup, not a transient failure
+
+    def __init__(self, message: str, partial_verdict: Verdict):
+        super().__init__(message)
+        self.partial_verdict = partial_verdict
 
 
 class Part(BaseModel):
@@ -89,19 +102,31 @@ class HybridVerifier(Verifier):
     async def verify(self, ctx: VerifyContext) -> Verdict:
         gates = [p for p, _ in self.parts if p.gate]
         results: dict[str, Verdict | None] = {}
+        missing: dict[str, str] = {}  # part -> why it could not be judged
         failed_gate: str | None = None
         # gates first: when one fails, the rest need not run (no judge call for a failed code check)
         for part, verifier in sorted(self.parts, key=lambda pv: not pv[0].gate):
             if failed_gate and not part.gate:
                 results[part.name] = None
                 continue
-            verdict = await verifier.verify(ctx)
+            try:
+                verdict = await verifier.verify(ctx)
+            except JudgeMissing as e:
+                missing[part.name] = str(e)
+                continue
             results[part.name] = verdict
             if part.gate and not verdict.passed:
                 failed_gate = failed_gate or part.name
+        if failed_gate:  # the verdict is decided without the parts that could not be judged
+            for name in missing:
+                results[name] = None
+            missing = {}
         subs: list[SubScore] = []
         details = []
         for part, _ in self.parts:
+            if part.name in missing:
+                details.append(f"{part.name}: missing (not judged)")
+                continue
             verdict = results[part.name]
             if verdict is None:
                 subs.append(SubScore(name=part.name, score=0.0, weight=part.weight,
@@ -115,6 +140,15 @@ class HybridVerifier(Verifier):
                 subs.append(SubScore(name=f"{part.name}/{s.name}"[:250], score=s.score, weight=0.0,
                                      detail=s.detail))
         out = Verdict.aggregate(self.name, subs, self.spec.pass_threshold, detail="; ".join(details))
+        if missing:
+            ran = [p.name for p, _ in self.parts if p.name not in missing]
+            out.passed = False
+            reasons = "; ".join(f"{name}: {why}" for name, why in missing.items())
+            scored = ", ".join(f"{n!r} {results[n].score:.2f}" for n in ran if results.get(n)) or "none"
+            raise PartlyVerified(
+                f"hybrid verdict incomplete, so the task is unscored: part(s) {', '.join(map(repr, missing))} "
+                f"not judged ({reasons}); the automated part(s) scored {scored}, recorded as sub-scores",
+                out)
         if failed_gate:
             out.passed = False
             out.detail += f"; not passed: gate {failed_gate!r} failed"

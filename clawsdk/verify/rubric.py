@@ -149,14 +149,20 @@ def parse_spec(spec: VerifierSpec) -> RubricSpec:
 # ---- the judge model ------------------------------------------------------------------------
 
 
+class JudgeMissing(VerifierError):
+    """No judge model is configured: a setup problem, so retrying the rollout cannot help."""
+
+    retryable = False
+
+
 def resolve_judge(name: str | None, options: dict[str, Any]) -> tuple[str, Any]:
     """(judge id, Model) from BACKEND[:MODEL], falling back to $CLAWSDK_JUDGE."""
     from clawsdk.plugins import get_registry
 
     name = name or os.environ.get(JUDGE_ENV)
     if not name:
-        raise VerifierError(f"no judge model for the rubric: set {JUDGE_ENV}=BACKEND[:MODEL] "
-                            "(e.g. openai:gpt-4o-mini) or verifier.judge; see docs/formats.md")
+        raise JudgeMissing(f"no judge model for the rubric: set {JUDGE_ENV}=BACKEND[:MODEL] "
+                           "(e.g. openai:gpt-4o-mini) or verifier.judge; see docs/formats.md")
     opts: dict[str, Any] = {}
     env_opts = os.environ.get(JUDGE_OPTIONS_ENV)
     if env_opts:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
 from clawsdk.tasks import native
+from clawsdk.tasks.categories import fill_missing_category
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import (Budget, ReadLimits, check_instruction, guarded, lexists, parse_json, read_text,
                                    read_tree)
@@ -207,6 +208,7 @@ def load_folder_task(folder: Path) -> Task:
         "provenance": {"source": "clawgym", "path": str(folder)},
     }
     _apply_clawsdk_extras(data, raw.get("clawsdk"), str(entry_path), task_id)
+    fill_missing_category(data)  # upstream leaves most categories empty: inferred, and marked so
     return validated_task(data, str(entry_path), task_id)
 
 
@@ -299,6 +301,7 @@ def load_jsonl_record(raw: Any, where: str, default_id: str) -> Task:
                        **({"origin_template": raw["origin_template"]} if raw.get("origin_template") else {})},
     }
     _apply_clawsdk_extras(data, raw.get("clawsdk"), where, task_id)
+    fill_missing_category(data)
     return validated_task(data, where, task_id)
 
 

@@ -78,7 +78,8 @@ def clawgym_entry(task: Task) -> tuple[dict[str, Any], list[File], list[File]]:
     reward = _reward_files(task)
     original = dict(task.metadata.get("clawgym") or {})
     meta = dict(original.get("metadata") or {})
-    meta["category"] = task.category or ""
+    # an inferred category goes back as the data had it (empty): reading infers it again
+    meta["category"] = "" if task.provenance.get("category_inferred") else (task.category or "")
     meta["grading_type"] = grading
     rules, rubric = _rules(judge)
     meta.pop("rule", None)
@@ -157,7 +158,8 @@ def jsonl_record(task: Task) -> dict[str, Any]:
     elif rubric:
         record["rule"] = rubric
     record.setdefault("origin_template", task.provenance.get("origin_template", ""))
-    if task.category and "category" not in record and "macro_category" not in record:
+    if task.category and not task.provenance.get("category_inferred") and "category" not in record \
+            and "macro_category" not in record:
         record["macro_category" if task.category in CATEGORIES else "category"] = task.category
     if grading != "hybrid" or "grading_type" in record:
         record["grading_type"] = grading

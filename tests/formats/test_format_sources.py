@@ -16,6 +16,10 @@ from tests.conftest import make_task, needs_shared_data
 from tests.formats.formats_helpers import (CLAWGYM, PINCHBENCH, SAMPLE_CLAWGYM, SAMPLE_PINCHBENCH, SYN_TASKS)
 
 
+def hybrid_of(loaded):
+    return next(t for t in loaded.tasks if t.id == "task_0003")
+
+
 def test_every_fixture_task_imports_by_detection_and_by_scheme():
     detected = load_tasks(str(CLAWGYM))
     assert detected.source == "clawgym" and not detected.errors and len(detected.tasks) == 3
@@ -23,7 +27,10 @@ def test_every_fixture_task_imports_by_detection_and_by_scheme():
     assert t.instruction.startswith("Our warehouse keeps its stock levels in input/stock.csv")
     assert [f.path for f in t.workspace] == ["input/stock.csv"]
     assert [f.path for f in t.hidden] == ["reward/check.py", "reward/reward.sh"]
-    assert t.verifier.type == "clawgym" and t.category is None  # ClawGym's empty category
+    # ClawGym's empty category: inferred by clawsdk.tasks.categories, and marked as inferred
+    assert t.verifier.type == "clawgym" and t.category == "analysis & reasoning"
+    assert t.provenance["category_inferred"]["rule"] == "keywords-v1"
+    assert "category_inferred" not in hybrid_of(detected).provenance  # a category the data gave is kept
     assert t.verifier.model_dump()["mount_dir"] == "/root/.openclaw/workspace"
     assert all(f.data.decode() == REWARD_SH for t in detected.tasks for f in t.hidden if f.path.endswith(".sh"))
     hybrid = next(t for t in detected.tasks if t.id == "task_0003")
@@ -65,7 +72,8 @@ def test_every_sample_task_imports_by_detection_and_by_scheme():
     assert t.instruction.startswith("I’m building a small research utility")
     assert [f.path for f in t.workspace] == ["input/filters.yaml"]
     assert [f.path for f in t.hidden] == ["reward/check.py", "reward/reward.sh"]
-    assert t.verifier.type == "clawgym" and t.category is None
+    assert t.verifier.type == "clawgym" and t.category == "systems & automation"
+    assert t.provenance["category_inferred"]["rule"] == "keywords-v1"
     assert all(f.data.decode() == REWARD_SH for t in detected.tasks for f in t.hidden if f.path.endswith(".sh"))
 
     pb = load_tasks(f"pinchbench:{SAMPLE_PINCHBENCH}")
