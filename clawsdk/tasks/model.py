@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import weakref
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -158,7 +159,30 @@ class Task(BaseModel):
 
     @property
     def hash(self) -> str:
-        """sha256 over what defines the task's behaviour (not its id, provenance or metadata)."""
+        """sha256 over what defines the task's behaviour (not its id, provenance or metadata).
+
+        Computed once per content: callers (the store, splits, dedup, the runner) ask for it many
+        times, and a dump of a task with large files costs milliseconds. The cache lives outside
+        the model (equality, pickling and copies stay untouched) and is keyed on the identity of
+        the field values, so assigning a field or a `model_copy(update=...)` gives a fresh hash;
+        changing a nested value in place (`task.limits.timeout_s = 1`) is not noticed: assign or
+        copy instead.
+        """
+        values = tuple(self.__dict__[name] for name in _HASHED)
+        cached = _hash_cache.get(id(self))
+        if cached is not None and len(cached[1]) == len(values) and all(
+                a is b for a, b in zip(cached[1], values)):
+            return cached[2]
         body = self.model_dump(mode="json", exclude={"id", "provenance", "metadata", "schema_version"})
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        key = id(self)
+        # the weak reference's callback drops the entry when the task goes, before its id can be
+        # reused; holding the values themselves (not their ids) keeps a replaced value's id unique
+        _hash_cache[key] = (weakref.ref(self, lambda _ref, key=key: _hash_cache.pop(key, None)), values, digest)
+        return digest
+
+
+#: id(task) -> (weak reference, the field values hashed, their hash); see Task.hash.
+_hash_cache: dict[int, tuple[weakref.ref, tuple, str]] = {}
+_HASHED = tuple(name for name in Task.model_fields if name not in {"id", "provenance", "metadata", "schema_version"})
