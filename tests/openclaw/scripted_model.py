@@ -16,7 +16,10 @@ def tool_call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 class PlannedModel:
-    """Answers the i-th chat request with plan[i]; past the plan, with `final`."""
+    """Answers a conversation with i assistant turns so far with plan[i]; past the plan, with `final`.
+
+    Keyed by the conversation, not by the order of requests, so concurrent rollouts each get the plan.
+    """
 
     def __init__(self, plan: list[dict[str, Any]], final: str = "Done."):
         self.plan = list(plan)
@@ -40,7 +43,7 @@ class PlannedModel:
             return await self._send(send, 200, "application/json", json.dumps({"data": [{"id": "planned"}]}))
         req = json.loads(body)
         self.requests.append(req)
-        i = len(self.requests) - 1
+        i = sum(1 for m in req.get("messages") or [] if m.get("role") == "assistant")
         message = self.plan[i] if i < len(self.plan) else self.final
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
@@ -76,7 +79,7 @@ def main() -> None:
         clawsdk run examples/tasks/access-log-report --agent openclaw --model planned \\
             --base-url http://127.0.0.1:8111/v1 --sandbox bwrap
 
-    It answers the i-th request of any client with step i, so serve one rollout at a time.
+    Each conversation gets the whole plan, so concurrent rollouts work too.
     """
     import argparse
 

@@ -111,3 +111,11 @@ def test_a_missing_install_stops_the_run_with_the_command_to_run(tmp_path, monke
     assert "Traceback" not in r.output
     r = CliRunner().invoke(cli, ["openclaw", "where"])
     assert r.exit_code == 1 and "clawsdk openclaw install" in r.output
+
+
+def test_openclaw_failing_before_its_first_model_call_is_unscored(tmp_path, db, fake_install):
+    task = Task(id="t", instruction="Write done.txt")
+    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=fake_install)  # node is an empty file
+    (outcome,) = anyio.run(lambda: run([task], agent=agent, db=db, run_id="b1", sandbox="local", retries=0)).outcomes
+    assert outcome.kind.value == "sandbox_error" and outcome.reward is None
+    assert "OpenClaw failed before its first model call (exit 126)" in outcome.error

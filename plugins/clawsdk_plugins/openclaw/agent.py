@@ -15,8 +15,9 @@ As ClawGym collected its trajectories: OpenClaw with the workspace at /root/.ope
 4. files OpenClaw writes for itself (AGENTS.md, SOUL.md, .openclaw/...) that were not in the
    task's workspace are removed before the workspace is scored.
 
-The task's time limit counts OpenClaw's work: its boot (about 10-60 s here, before its first model
-request) is allowed on top, up to `boot_timeout_s`.
+The task's time limit counts OpenClaw's work: its boot (10-80 s for one on a busy 2-core machine,
+before its first model request) is allowed on top, up to `boot_timeout_s`; failing or not booting
+in that time is an unscored sandbox_error, since the model has had no turn yet.
 
     clawsdk openclaw install
     clawsdk run examples/tasks/access-log-report --agent openclaw --model qwen2.5-7b-instruct \\
@@ -58,7 +59,8 @@ class OpenClawAgent(Agent):
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  home: str | None = None, boot_timeout_s: float = 240.0, thinking: str = "off",
-                 context_window: int = 128000, max_tokens: int = 8192, mem_mb: int = 32768):
+                 context_window: int = 128000, max_tokens: int = 8192, mem_mb: int = 32768,
+                 nproc: int = 4096):
         upstream = base_url or os.environ.get("CLAWSDK_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
         if not upstream:
             raise ValueError("the openclaw agent needs the upstream model server: --base-url URL (or OPENAI_BASE_URL)")
@@ -75,8 +77,11 @@ class OpenClawAgent(Agent):
         self.context_window = context_window
         self.max_tokens = max_tokens
         self.mem_mb = mem_mb
-        #: read by the rollout: its time limit gets this much on top, for OpenClaw's boot
-        self.startup_allowance_s = boot_timeout_s
+        self.nproc = nproc
+        self.boot_timeout_s = boot_timeout_s
+        #: read by the rollout: its time limit gets this much on top, for OpenClaw's boot (and the
+        #: margin lets this agent's own deadlines, which record what happened, come first)
+        self.startup_allowance_s = boot_timeout_s + 30
 
     async def run(self, ctx: AgentContext) -> None:
         from clawsdk.mcp.proxy import ModelProxy, serving
@@ -111,12 +116,13 @@ class OpenClawAgent(Agent):
                 max_tokens=self.max_tokens, timeout_s=limit))
             command = self._command(sandbox, bridged, limit)
             with self._isolation(sandbox, bridged):
-                result, over = await self._exec(sandbox, command, ctx.instruction, events, limit)
+                result, stopped = await self._exec(sandbox, command, ctx.instruction, events, limit)
         await events.flush()
         boot_s = (events.first_request_at - started) if events.first_request_at else None
         envelope = _envelope(result.stdout)
         await ctx.recorder.record("sandbox_exec", {
-            "harness": "openclaw agent exec", "exit_code": result.exit_code, "timed_out": result.timed_out or over,
+            "harness": "openclaw agent exec", "exit_code": result.exit_code, "timed_out": result.timed_out,
+            "stopped": stopped,
             "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:], "model_calls": proxy.n_requests,
             "boot_s": boot_s, "openclaw": {k: envelope.get(k) for k in ("status", "final", "usage", "toolSummary",
                                                                          "assistantTurns", "error") if k in envelope}},
@@ -124,10 +130,17 @@ class OpenClawAgent(Agent):
         removed = await self._clean(sandbox, before)
         if removed:
             await ctx.recorder.record("note", {"openclaw_cleaned": removed})
-        if over or envelope.get("status") == "timeout":
+        if stopped == "work" or envelope.get("status") == "timeout":
             raise AgentTimeout(f"OpenClaw did not finish within {limit:g} s of work")
+        # before its first model call the model has had no turn: OpenClaw's own failure is not scored
+        if stopped == "boot":
+            raise SandboxError(f"OpenClaw made no model call within {self.boot_timeout_s:g} s of starting (its boot; "
+                               "on a busy machine raise --agent-opt boot_timeout_s=... or lower --concurrency)")
+        if events.first_request_at is None and result.exit_code != 0:
+            raise SandboxError(f"OpenClaw failed before its first model call (exit {result.exit_code}): "
+                               f"{_why(envelope, result.stderr)}")
         if result.timed_out:
-            raise AgentError(f"OpenClaw did not start working (no model call) within {self.startup_allowance_s:g} s")
+            raise AgentError(f"OpenClaw did not finish within {limit + self.boot_timeout_s:g} s")
         if result.exit_code != 0 and proxy.n_upstream_errors:
             raise ModelError(f"OpenClaw failed after {proxy.n_upstream_errors} failed call(s) to the model server "
                              f"{self.upstream}: {_why(envelope, result.stderr)}")
@@ -159,23 +172,27 @@ class OpenClawAgent(Agent):
 
     @contextlib.contextmanager
     def _isolation(self, sandbox: Any, bridged: bool) -> Iterator[None]:
-        """For OpenClaw's exec under bwrap: the install bound in read-only, and room for V8's address space.
+        """For OpenClaw's exec under bwrap: the install bound in read-only, room for V8 and for threads.
 
         V8 reserves far more address space than it uses (each of OpenClaw's worker threads about 1 GB),
-        so the sandbox's per-process address-space limit is raised to `mem_mb` for this one exec.
+        so the sandbox's per-process address-space limit is raised to `mem_mb` for this one exec; and
+        the process limit, which counts threads of the sandboxes' shared host uid, to `nproc` (one
+        OpenClaw runs about 30 threads: eight at once passed the default 256 and hung in boot).
         """
         if not bridged:
             yield
             return
         opts = sandbox.opts
-        saved = (list(opts.ro_binds), opts.mem_mb)
+        saved = (list(opts.ro_binds), opts.mem_mb, opts.nproc)
         opts.ro_binds = [*opts.ro_binds, str(self.install.home)]
         if opts.mem_mb:
             opts.mem_mb = max(opts.mem_mb, self.mem_mb)
+        if opts.nproc:
+            opts.nproc = max(opts.nproc, self.nproc)
         try:
             yield
         finally:
-            opts.ro_binds, opts.mem_mb = saved
+            opts.ro_binds, opts.mem_mb, opts.nproc = saved
 
     def _write_state(self, sandbox: Any, state: Path, config: dict[str, Any]) -> None:
         (state / "openclaw.json").write_text(json.dumps(config, indent=1))
@@ -191,34 +208,43 @@ class OpenClawAgent(Agent):
         cfg = f'"$HOME"/{STATE}/openclaw.json'
         run = (f"{node} {entry} agent exec --config {cfg} --cwd {shlex.quote(sandbox.workspace_path)} "
                f"--model {PROVIDER}/{shlex.quote(self.model)} --json --message-file - --thinking "
-               f"{shlex.quote(self.thinking)} --timeout {int(limit + self.startup_allowance_s)}")
+               f"{shlex.quote(self.thinking)} --timeout {int(limit + self.boot_timeout_s)}")
         if bridged:
             run = f'{node} "$HOME"/{STATE}/bridge.mjs "$HOME"/{STATE}/proxy.sock {BRIDGE_PORT} -- {run}'
         return "exec " + run
 
     async def _exec(self, sandbox: Any, command: str, instruction: str, events: ToolEventRecorder,
-                    limit: float) -> tuple[Any, bool]:
-        """Run OpenClaw; stop it `limit` s after its first model call. Returns (result, stopped for time)."""
+                    limit: float) -> tuple[Any, str | None]:
+        """Run OpenClaw: stopped if its first model call takes over `boot_timeout_s`, or `limit` s after it.
+
+        Returns (result, "boot" or "work" when it was stopped for time, else None).
+        """
         env = {"OPENCLAW_NO_AUTO_UPDATE": "1", "NO_COLOR": "1", "FORCE_COLOR": "0"}
         result: list[Any] = []
-        over = False
+        stopped: str | None = None
+        started = time.monotonic()
         async with anyio.create_task_group() as tg:
             async def work() -> None:
-                result.append(await sandbox.exec(command, timeout=limit + self.startup_allowance_s, env=env,
+                result.append(await sandbox.exec(command, timeout=limit + self.boot_timeout_s + 10, env=env,
                                                  stdin=instruction.encode()))
                 tg.cancel_scope.cancel()
 
             tg.start_soon(work)
-            while events.first_request_at is None:
+            while events.first_request_at is None and time.monotonic() - started < self.boot_timeout_s:
                 await anyio.sleep(0.2)
-            await anyio.sleep(max(0.0, events.first_request_at + limit - time.monotonic()))
-            over = True
+            if events.first_request_at is None:
+                stopped = "boot"
+            else:
+                await anyio.sleep(max(0.0, events.first_request_at + limit - time.monotonic()))
+                stopped = "work"
             tg.cancel_scope.cancel()
-        if not result:  # stopped for time: exec was cancelled, so its process is gone
-            from clawsdk.sandbox.base import ExecResult
+        if result:
+            return result[0], None
+        from clawsdk.sandbox.base import ExecResult
 
-            return ExecResult(exit_code=-1, stdout="", stderr="", timed_out=True, duration_s=0.0), over
-        return result[0], over
+        # exec was cancelled, so its processes are gone (and its output with them)
+        return ExecResult(exit_code=-1, stdout="", stderr="", timed_out=True,
+                          duration_s=time.monotonic() - started), stopped
 
     async def _listing(self, sandbox: Any) -> set[str]:
         return {e.path for e in await sandbox.list(".", recursive=True)}
