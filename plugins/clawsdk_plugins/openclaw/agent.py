@@ -121,7 +121,8 @@ class OpenClawAgent(Agent):
         boot_s = (events.first_request_at - started) if events.first_request_at else None
         envelope = _envelope(result.stdout)
         await ctx.recorder.record("sandbox_exec", {
-            "harness": "openclaw agent exec", "exit_code": result.exit_code, "timed_out": result.timed_out,
+            "command": command, "harness": "openclaw agent exec", "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
             "stopped": stopped,
             "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:], "model_calls": proxy.n_requests,
             "boot_s": boot_s, "openclaw": {k: envelope.get(k) for k in ("status", "final", "usage", "toolSummary",
@@ -165,7 +166,9 @@ class OpenClawAgent(Agent):
         if prefix == inner_home or prefix.startswith(inner_home + "/"):
             raise SandboxError(f"the OpenClaw install {prefix} lies under {inner_home}, which is the sandbox's own "
                                "home inside it: install elsewhere (CLAWSDK_OPENCLAW_HOME)")
-        if getattr(sandbox, "host_uid", None) is not None and not _passable(self.install.home):
+        from clawsdk_plugins.sandbox_bwrap import _reachable
+
+        if getattr(sandbox, "host_uid", None) is not None and not _reachable(self.install.home):
             raise SandboxError(f"the sandbox's uid cannot reach the OpenClaw install {prefix}: every folder above it "
                                "must be passable by others (chmod o+x), or install elsewhere (CLAWSDK_OPENCLAW_HOME)")
         return True
@@ -258,16 +261,6 @@ class OpenClawAgent(Agent):
             args = " ".join(shlex.quote(t) for t in tops)
             await sandbox.exec(f"rm -rf -- {args}", timeout=60)
         return tops
-
-
-def _passable(path: Path) -> bool:
-    for p in (path, *path.parents):
-        try:
-            if not p.stat().st_mode & 0o001:
-                return False
-        except OSError:
-            return False
-    return True
 
 
 def _envelope(stdout: str) -> dict[str, Any]:
