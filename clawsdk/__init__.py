@@ -6,8 +6,9 @@ pay only for what they touch: `clawsdk --version` imports no MCP, pydantic model
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from clawsdk._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -41,13 +42,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'clawsdk' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
+__getattr__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -49,6 +49,34 @@ DEFAULT_PLUGINS = (
     "clawsdk_plugins.trainers",
 )
 
+#: what each built-in registers, read without importing it: a command that needs one kind imports
+#: only the plugins that provide it (`clawsdk tasks list` loads no MCP, no model backend). A built-in
+#: missing here is imported for every kind; tests/core/test_plugins.py keeps this in step.
+BUILTIN_KINDS: dict[str, tuple[str, ...]] = {
+    "clawsdk_plugins.sources": ("task_sources",),
+    "clawsdk_plugins.sandbox_local": ("sandboxes",),
+    "clawsdk_plugins.sandbox_bwrap": ("sandboxes",),
+    "clawsdk_plugins.sandbox_docker": ("sandboxes", "commands"),
+    "clawsdk_plugins.agents": ("agents",),
+    "clawsdk_plugins.executors": ("executors",),
+    "clawsdk_plugins.executor_ray": ("executors",),
+    "clawsdk_plugins.verifiers": ("verifiers",),
+    "clawsdk_plugins.clawgym": ("task_sources", "verifiers"),
+    "clawsdk_plugins.pinchbench": ("task_sources", "verifiers"),
+    "clawsdk_plugins.models_openai": ("models",),
+    "clawsdk_plugins.models_local": ("models",),
+    "clawsdk_plugins.agent_toolloop": ("agents",),
+    "clawsdk_plugins.agent_replay": ("agents",),
+    "clawsdk_plugins.bench": ("commands",),
+    "clawsdk_plugins.synth": ("task_sources", "commands"),
+    "clawsdk_tools.plugin": ("skills",),
+    "clawsdk_plugins.skills": ("skills",),
+    "clawsdk_plugins.agent_harness": ("agents",),
+    "clawsdk_plugins.openclaw": ("agents", "commands"),
+    "clawsdk_plugins.mcp_commands": ("commands",),
+    "clawsdk_plugins.trainers": ("trainers",),
+}
+
 KINDS = {
     "task_sources": "register_task_sources",
     "sandboxes": "register_sandboxes",
@@ -87,24 +115,55 @@ class _Offer:
     replace: bool
 
 
+class _Tables(dict):
+    """kind -> {name: factory}. A kind's plugins load, and register, the first time it is read."""
+
+    def __init__(self, registry: Registry):
+        super().__init__({kind: {} for kind in KINDS})
+        self._registry = registry
+
+    def __getitem__(self, kind: str) -> dict[str, Any]:
+        self._registry._ensure(kind)
+        return super().__getitem__(kind)
+
+    def get(self, kind: str, default: Any = None) -> Any:
+        return self[kind] if kind in self else default
+
+    def items(self):  # noqa: ANN201 - dict's own view
+        self._registry.load_all()
+        return super().items()
+
+    def values(self):  # noqa: ANN201
+        self._registry.load_all()
+        return super().values()
+
+
 class Registry:
     """Name -> factory tables filled by the registration hooks, called through pluggy.
 
-    Each hook is called once for all plugins (``pm.hook.register_x(register=...)``), so pluggy's
-    ordering (tryfirst/trylast) and wrappers apply. A name belongs to the first plugin in load
-    order (built-ins, then entry points, then runtime registrations) that registers it; a later
+    A kind loads on first use: the built-ins that provide it (BUILTIN_KINDS) and every entry-point
+    plugin are imported, then its hook is called once for all plugins
+    (``pm.hook.register_sandboxes(register=...)``), so pluggy's ordering (tryfirst/trylast) and
+    wrappers apply. A name belongs to the first plugin in load order (built-ins in DEFAULT_PLUGINS
+    order, then entry points by name, then runtime registrations) that registers it; a later
     plugin registering the same name is refused, and both plugins are named in its report
     (`clawsdk plugins`), unless it asks to take the name over: ``register(name, factory, replace=True)``.
     """
 
-    def __init__(self) -> None:
-        self.tables: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
+    def __init__(self, *, entry_points: bool = True) -> None:
+        self.tables: dict[str, dict[str, Any]] = _Tables(self)
         self.owners: dict[tuple[str, str], str] = {}
         self.plugins: list[PluginInfo] = []
         self.pm = pluggy.PluginManager("clawsdk")
         self.pm.add_hookspecs(hookspecs)
         self._calling: PluginInfo | None = None
         self._offers: list[_Offer] = []
+        self._rank: dict[int, int] = {}
+        self._imported: set[str] = set()
+        self._settled: set[str] = set()
+        self._entry_points = entry_points
+        self._entry_points_loaded = False
+        self._lock = threading.RLock()
 
     def get(self, kind: str, name: str) -> Any:
         table = self.tables[kind]
@@ -118,15 +177,21 @@ class Registry:
 
     def owner(self, kind: str, name: str) -> str | None:
         """The plugin that registered `name`."""
+        self._ensure(kind)
         return self.owners.get((kind, name))
 
     # ---- loading -------------------------------------------------------------------------------
 
-    def _add(self, module: Any, name: str, origin: str) -> PluginInfo | None:
+    def _info(self, name: str, origin: str, rank: int, error: str | None = None) -> PluginInfo:
+        info = PluginInfo(name=name, origin=origin, error=error)
+        self.plugins.append(info)
+        self._rank[id(info)] = rank
+        return info
+
+    def _add(self, module: Any, name: str, origin: str, rank: int) -> PluginInfo | None:
         """Register one plugin with pluggy, each of its hook functions guarded so that one failing
         is reported on its plugin and the others still register."""
-        info = PluginInfo(name=name, origin=origin)
-        self.plugins.append(info)
+        info = self._info(name, origin, rank)
         try:
             self.pm.register(module, name=name)
         except Exception as e:  # noqa: BLE001 - report, never brick the CLI
@@ -140,7 +205,7 @@ class Registry:
 
     def _guard(self, function: Any, info: PluginInfo, hook_name: str) -> Any:
         def guarded(*args: Any) -> Any:
-            self._calling = info
+            outer, self._calling = self._calling, info
             try:
                 return function(*args)
             except Exception as e:  # noqa: BLE001
@@ -148,7 +213,7 @@ class Registry:
                 log.warning("plugin %s: %s", info.name, info.error)
                 return None
             finally:
-                self._calling = None
+                self._calling = outer
 
         return guarded
 
@@ -165,17 +230,15 @@ class Registry:
 
         return register
 
-    def _call_hooks(self, only: Any = None) -> None:
-        """Call every registration hook through pluggy (for one plugin object: `only`) and settle names."""
-        for kind, hook_name in KINDS.items():
-            caller = getattr(self.pm.hook, hook_name)
-            if only is not None:  # the others registered already; their wrappers still wrap this one
-                others = [i.plugin for i in caller.get_hookimpls()
-                          if i.plugin is not only and not (i.wrapper or i.hookwrapper)]
-                caller = self.pm.subset_hook_caller(hook_name, others)
-            caller(register=self._callback(kind))
-        order = {id(info): n for n, info in enumerate(self.plugins)}
-        offers, self._offers = sorted(self._offers, key=lambda o: order[id(o.info)]), []  # stable: hook order kept
+    def _call_hook(self, kind: str, only: Any = None) -> None:
+        """Call one registration hook through pluggy (for one plugin object: `only`) and settle its names."""
+        caller = getattr(self.pm.hook, KINDS[kind])
+        if only is not None:  # the others registered already; their wrappers still wrap this one
+            others = [i.plugin for i in caller.get_hookimpls()
+                      if i.plugin is not only and not (i.wrapper or i.hookwrapper)]
+            caller = self.pm.subset_hook_caller(KINDS[kind], others)
+        caller(register=self._callback(kind))
+        offers, self._offers = sorted(self._offers, key=lambda o: self._rank[id(o.info)]), []  # stable
         for offer in offers:
             self._settle(offer)
 
@@ -194,25 +257,27 @@ class Registry:
                 if other.name == owner and key in other.provides.get(kind, []):
                     other.provides[kind].remove(key)
                     other.notes.append(f"{what} replaced by plugin {info.name}")
-        self.tables[kind][key] = offer.value
+        dict.__getitem__(self.tables, kind)[key] = offer.value
         self.owners[(kind, key)] = info.name
         provided = info.provides.setdefault(kind, [])
         if key not in provided:
             provided.append(key)
 
-    def _import_builtins(self) -> None:
-        for modname in DEFAULT_PLUGINS:
-            try:
-                module = importlib.import_module(modname)
-            except Exception as e:  # noqa: BLE001
-                self.plugins.append(PluginInfo(modname, "builtin", error=f"{type(e).__name__}: {e}"))
-                continue
-            self._add(module, modname, "builtin")
+    def _import_builtin(self, rank: int, modname: str) -> None:
+        self._imported.add(modname)
+        try:
+            module = importlib.import_module(modname)
+        except Exception as e:  # noqa: BLE001
+            self._info(modname, "builtin", rank, error=f"{type(e).__name__}: {e}")
+            return
+        self._add(module, modname, "builtin", rank)
 
     def _import_entry_points(self) -> None:
+        self._entry_points_loaded = True
         allow = os.environ.get("CLAWSDK_PLUGINS")
         allowed = None if allow is None else {n.strip() for n in allow.split(",") if n.strip()}
-        for ep in sorted(importlib.metadata.entry_points(group="clawsdk"), key=lambda e: e.name):
+        eps = sorted(importlib.metadata.entry_points(group="clawsdk"), key=lambda e: e.name)
+        for n, ep in enumerate(eps, start=len(DEFAULT_PLUGINS)):
             if allowed is not None and ep.name not in allowed:
                 continue
             dist = getattr(ep, "dist", None)
@@ -220,33 +285,62 @@ class Registry:
             try:
                 module = ep.load()
             except Exception as e:  # noqa: BLE001
-                self.plugins.append(PluginInfo(ep.name, origin, error=f"{type(e).__name__}: {e}"))
+                self._info(ep.name, origin, n, error=f"{type(e).__name__}: {e}")
                 log.warning("plugin %s failed to load: %s", ep.name, e)
                 continue
-            self._add(module, ep.name, origin)
+            self._add(module, ep.name, origin, n)
+
+    def _ensure(self, kind: str) -> None:
+        """Load what provides `kind` and call its hook, once."""
+        if kind in self._settled:
+            return
+        if kind not in KINDS:
+            raise KeyError(kind)
+        with self._lock:
+            if kind in self._settled:
+                return
+            for rank, modname in enumerate(DEFAULT_PLUGINS):
+                if modname not in self._imported and kind in BUILTIN_KINDS.get(modname, tuple(KINDS)):
+                    self._import_builtin(rank, modname)
+            if self._entry_points and not self._entry_points_loaded:
+                self._import_entry_points()
+            self._settled.add(kind)
+            self._call_hook(kind)
 
     def load_builtins(self) -> None:
-        """Load the built-in plugins only (tests; an embedding application that wants no third party)."""
-        self._import_builtins()
-        self._call_hooks()
+        """Load the built-in plugins only, every kind (tests; an application that wants no third party)."""
+        self._entry_points = False
+        self.load_all()
 
     def load_all(self) -> None:
-        self._import_builtins()
-        self._import_entry_points()
-        self._call_hooks()
+        """Load every plugin and every kind now (`clawsdk plugins`)."""
+        for rank, modname in enumerate(DEFAULT_PLUGINS):
+            if modname not in self._imported:
+                with self._lock:
+                    self._import_builtin(rank, modname)
+        for kind in KINDS:
+            self._ensure(kind)
 
     def load(self, *plugins: tuple[Any, str], origin: str = "runtime") -> list[PluginInfo]:
-        """Load (plugin object or module, name) pairs together: one pluggy call per hook for all of them."""
-        infos = [self._add(module, name, origin) or self.plugins[-1] for module, name in plugins]
-        self._call_hooks()
+        """Load (plugin object or module, name) pairs together, without the built-ins or entry points:
+        one pluggy call per hook for all of them (tests, embedding applications)."""
+        self._entry_points = False
+        self._imported.update(DEFAULT_PLUGINS)
+        base = 10**6 + len(self.plugins)
+        infos = [self._add(module, name, origin, base + n) or self.plugins[-1] for n, (module, name) in enumerate(plugins)]
+        for kind in KINDS:
+            self._ensure(kind)
         return infos
 
     def add_plugin(self, module: Any, name: str, origin: str = "runtime") -> PluginInfo:
-        """Load one more plugin into a loaded registry; its names settle after everyone else's."""
-        info = self._add(module, name, origin)
-        if info is not None:
-            self._call_hooks(only=module)
-        return info or self.plugins[-1]
+        """Load one more plugin; its names settle after everyone else's (kinds not loaded yet: when they are)."""
+        with self._lock:
+            info = self._add(module, name, origin, 10**6 + len(self.plugins))
+            if info is not None:
+                for kind in KINDS:
+                    if kind in self._settled:
+                        self._call_hook(kind, only=module)
+            return info or self.plugins[-1]
 
 
 _registry: Registry | None = None
@@ -258,9 +352,7 @@ def get_registry() -> Registry:
     global _registry
     with _lock:
         if _registry is None:
-            registry = Registry()
-            registry.load_all()
-            _registry = registry
+            _registry = Registry()  # each kind loads on first use
         return _registry
 
 

@@ -103,3 +103,16 @@ def parse_options(pairs: tuple[str, ...], what: str) -> dict[str, Any]:
         except Exception:
             out[key] = value
     return out
+
+
+def load_all(specs: tuple[str, ...]) -> tuple[list, list]:
+    """The tasks of every TASKS argument, and the ones that could not be read."""
+    from clawsdk.tasks.sources import load_many
+
+    loaded = load_many(specs)  # ids unique across all the arguments
+    return loaded.tasks, loaded.errors
+
+
+def print_task_errors(errors: list) -> None:
+    for e in errors:
+        err_console.print(f"[yellow]skipped task:[/yellow] {escape(str(e))}")

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from clawsdk.cli.common import err_console, friendly_errors
+from clawsdk.cli.common import err_console, friendly_errors, load_all, print_task_errors
 
 
 @click.command("convert")
@@ -19,7 +19,6 @@ from clawsdk.cli.common import err_console, friendly_errors
 @friendly_errors
 def convert_command(sources, fmt, out):
     """Export the tasks in SOURCES (paths or SOURCE:PATH) as native folders, ClawGym folders or jsonl."""
-    from clawsdk.cli.run_cmd import load_all, print_task_errors
     from clawsdk.tasks.convert import ALIASES, export_tasks, formats
 
     known = formats()

@@ -19,6 +19,7 @@ def plugins_command(as_json):
     from clawsdk.plugins import get_registry
 
     registry = get_registry()
+    registry.load_all()  # kinds load on first use; this command reports on all of them
     plugin_commands()  # settles plugin commands against the core's, so clashes show below
     if as_json:
         click.echo(json.dumps([p.__dict__ for p in registry.plugins], indent=2))

@@ -13,23 +13,12 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clawsdk.cli.common import console, db_option, err_console, fmt_reward, friendly_errors, parse_options
+from clawsdk.cli.common import (console, db_option, err_console, fmt_reward, friendly_errors, load_all,  # noqa: F401
+                                parse_options, print_task_errors)
 from clawsdk.cli.options import agent_options, json_option, rollout_options
-from clawsdk.errors import TaskFormatError
 from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store
-from clawsdk.tasks.sources import load_many
-
-
-def load_all(specs: tuple[str, ...]) -> tuple[list, list[TaskFormatError]]:
-    loaded = load_many(specs)  # ids unique across all the arguments
-    return loaded.tasks, loaded.errors
-
-
-def print_task_errors(errors: list[TaskFormatError]) -> None:
-    for e in errors:
-        err_console.print(f"[yellow]skipped task:[/yellow] {escape(str(e))}")
 
 
 @click.command("run")

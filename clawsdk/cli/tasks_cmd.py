@@ -10,10 +10,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from clawsdk.cli.common import console, fmt_reward, friendly_errors
+from clawsdk.cli.common import console, fmt_reward, friendly_errors, load_all, print_task_errors
 from clawsdk.cli.options import concurrency_option, sandbox_option
-from clawsdk.cli.run_cmd import load_all, print_task_errors
-from clawsdk.tasks.validate import validate_tasks
 
 
 @click.group("tasks")
@@ -86,6 +84,8 @@ def show_command(path, task_id):
 def validate_command(paths, sandbox, concurrency, as_json):
     """Check each task: it parses, its untouched workspace fails, its reference solution passes."""
     tasks, errors = load_all(paths)
+    from clawsdk.tasks.validate import validate_tasks
+
     results = anyio.run(lambda: validate_tasks(tasks, sandbox, concurrency))
     if as_json:
         click.echo(json.dumps({

@@ -8,8 +8,7 @@ skills (`assert_skill_conforms`), task sources, verifiers, models and trainers (
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from clawsdk._lazy import lazy_attributes
 
 _EXPORTS = {
     "SANDBOX_CHECKS": "clawsdk.testing.sandbox",
@@ -30,8 +29,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'clawsdk.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _EXPORTS, globals())

@@ -32,17 +32,12 @@ from typing import Any
 
 import anyio
 
+from clawsdk.testing.report import Finding
+
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 PATH_ARGS = re.compile(r"(?i)^(path|paths|file|files|src|dest|source|target|folder|dir|directory|repo|"
                        r"filename|workdir|cwd|id|.*_id|.*_path|.*_paths|path_.*)$")
 MARKER = "clawsdk-conformance-secret-7f3a"
-
-
-@dataclass
-class Finding:
-    check: str
-    ok: bool
-    detail: str = ""
 
 
 @dataclass

@@ -193,3 +193,32 @@ def test_a_plugin_command_named_like_a_core_command_is_reported(tmp_path):
     assert "warning: plugin claw_cmd: refused command 'runs': clawsdk has its own command of that name" in out.stderr
     plugins = _plugins_json(tmp_path)
     assert plugins["claw_cmd"]["provides"] == {"commands": ["hello"]}
+
+
+def test_builtin_kinds_say_what_each_builtin_registers():
+    """BUILTIN_KINDS lets a command import only the plugins of the kinds it uses; it must be exact."""
+    import importlib
+
+    from clawsdk.plugins import BUILTIN_KINDS, DEFAULT_PLUGINS
+
+    assert set(BUILTIN_KINDS) == set(DEFAULT_PLUGINS)
+    for modname in DEFAULT_PLUGINS:
+        r = Registry()
+        (info,) = r.load((importlib.import_module(modname), modname), origin="builtin")
+        assert info.error is None, info.error
+        assert set(info.provides) == set(BUILTIN_KINDS[modname]), modname
+
+
+def test_a_kind_loads_only_its_plugins():
+    code = (
+        "import sys\n"
+        "from clawsdk.plugins import get_registry\n"
+        "r = get_registry()\n"
+        "assert 'native' in r.names('task_sources')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('clawsdk_plugins.') or m in ('mcp', 'torch')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(eval(out.stdout))  # noqa: S307 - our own printout
+    assert {"clawsdk_plugins.sources", "clawsdk_plugins.clawgym"} <= loaded
+    assert not loaded & {"mcp", "clawsdk_plugins.models_openai", "clawsdk_plugins.agent_toolloop",
+                         "clawsdk_plugins.sandbox_docker", "clawsdk_plugins.trainers"}
