@@ -23,6 +23,7 @@ EVENT_KINDS = (
     "error",
     "note",
 )
+_KINDS = frozenset(EVENT_KINDS)
 
 
 class Recorder:
@@ -58,7 +59,7 @@ class Recorder:
         return (self.rollout_id, self.attempt, seq, kind, ts, duration_ms, raw)
 
     async def record(self, kind: str, payload: dict[str, Any], *, duration_ms: float | None = None) -> int:
-        if kind not in EVENT_KINDS:
+        if kind not in _KINDS:
             raise ValueError(f"unknown event kind {kind!r}; one of {EVENT_KINDS}")
         raw = dumps(payload) if self.writer is not None else None
         row = self._number(kind, now(), duration_ms, payload, raw)

@@ -24,6 +24,8 @@ from clawsdk.store.store import Store
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 2000
+#: at most this many events join one queued batch (the queue's bound times this bounds memory)
+TAIL_ROWS = 256
 #: when little is queued, wait this long for more before committing: fewer, larger transactions
 LINGER_S = 0.002
 
@@ -47,6 +49,8 @@ class StoreWriter:
         self.error: BaseException | None = None
         self.failed = anyio.Event()
         self.dropped = 0
+        #: the rows of the newest queued batch of events, while the loop has not taken it
+        self._tail: list[tuple] | None = None
 
     async def __aenter__(self) -> StoreWriter:
         self._store = await anyio.to_thread.run_sync(Store, self.path)
@@ -69,19 +73,35 @@ class StoreWriter:
     async def put(self, method: str, **kwargs: Any) -> None:
         """Queue a call of ``Store.<method>(**kwargs)``."""
         await self._send.send((method, kwargs))
+        # later events queue after this write, never into a batch before it (send() yields first:
+        # another task may have queued a batch of events just before it)
+        self._tail = None
 
     async def events(self, rows: list[tuple]) -> None:
-        # the hot path of recording: no scheduler round trip while the queue has room (a checkpoint
-        # per event cost more than building the event); back-pressure only when it is full
+        # The hot path of recording. Events join the last queued batch of events while the loop has
+        # not taken it (nothing else queued after it, so the order of writes holds): one list append
+        # instead of a queue item per event. No scheduler round trip while the queue has room;
+        # back-pressure only when it is full.
+        tail = self._tail
+        if tail is not None and len(tail) < TAIL_ROWS:
+            tail.extend(rows)
+            return
+        batch = list(rows)
+        self._tail = None
         try:
-            self._send.send_nowait(("insert_events", {"rows": rows}))
+            self._send.send_nowait(("insert_events", {"rows": batch}))
         except anyio.WouldBlock:
-            await self._send.send(("insert_events", {"rows": rows}))
+            # the loop may have taken (and be committing) it by the time this returns: never extended
+            await self._send.send(("insert_events", {"rows": batch}))
+            self._tail = None
+            return
+        self._tail = batch
 
     async def flush(self) -> None:
         """Wait until everything queued before this call is committed."""
         marker = _Flush()
         await self._send.send(marker)
+        self._tail = None
         await marker.done.wait()
 
     async def _loop(self) -> None:
@@ -118,7 +138,13 @@ class StoreWriter:
             try:
                 batch.append(self._receive.receive_nowait())
             except (anyio.WouldBlock, anyio.EndOfStream):
-                return
+                break
+        tail = self._tail
+        # once the loop has the open batch of events (the newest item, so the last it took), later
+        # events start a new one: this batch goes to the worker thread as it is
+        if tail is not None and any(not isinstance(item, _Flush) and item[1].get("rows") is tail
+                                    for item in reversed(batch)):
+            self._tail = None
 
     def _apply(self, batch: list[Any]) -> None:
         store = self._store
