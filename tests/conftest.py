@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,7 +72,11 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Workspaces of each test under a temp root, so a test can check that nothing is left behind."""
     if "CLAWSDK_SANDBOX_ROOT" not in os.environ:
         monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(tmp_path_factory.mktemp("sandboxes")))
+    yield
+    pool = sys.modules.get("clawsdk_plugins.docker_pool")
+    if pool is not None:  # warm docker containers hold (mounted) folders under this test's root
+        pool.drain()

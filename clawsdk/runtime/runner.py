@@ -30,7 +30,7 @@ from clawsdk.runtime.rollout import record_cancelled, record_ending, record_star
 from clawsdk.runtime.rollout import first_leaf
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk.sandbox.capabilities import check_tasks, default_sandbox
+from clawsdk.sandbox.capabilities import check_tasks, default_sandbox, release_idle
 from clawsdk.store.store import Store, default_db_path
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task
@@ -225,6 +225,10 @@ async def run(
                 if failure is None:
                     failure = e
                     reason = f"the store could not record the run's end: {type(e).__name__}: {e}"
+            try:  # warm sandboxes (docker's pool) must not outlive the run
+                await release_idle(sandbox)
+            except Exception as e:  # noqa: BLE001 - what is left goes in the next start's orphan sweep
+                log.warning("could not release the %s sandboxes kept warm: %s: %s", sandbox, type(e).__name__, e)
     if failure is not None and not isinstance(first_leaf(failure), Exception):
         raise failure  # cancelled from outside, or KeyboardInterrupt: as it came
     if failure is not None or status == "failed":

@@ -88,6 +88,18 @@ def backend_warning(name: str) -> str | None:
     return warn() if callable(warn) else None
 
 
+async def release_idle(name: str) -> None:
+    """Let backend `name` free what it keeps warm between sandboxes (a run calls it when it ends).
+
+    Part of the factory's contract like ``available``: a factory may carry an async ``drain()``.
+    """
+    from clawsdk.plugins import get_registry
+
+    drain = getattr(get_registry().get("sandboxes", name), "drain", None)
+    if callable(drain):
+        await drain()
+
+
 def backend_status(name: str) -> tuple[str | None, Capabilities | None]:
     """(None or why `name` cannot run here, its capabilities)."""
     try:

@@ -37,6 +37,7 @@ class IsolationOptions:
     host_uid: int = 61000  # bwrap as root: the unprivileged host uid the sandbox runs under
     image: str = "clawsdk-sandbox:latest"  # docker
     ro_binds: list[str] = field(default_factory=list)  # bwrap: extra host paths, read-only
+    pool_size: int = 64  # docker: idle containers kept warm for reuse (per option set); 0: one per sandbox
 
     @classmethod
     def from_extra(cls, extra: dict | None, backend: str) -> IsolationOptions:

@@ -108,6 +108,13 @@ async def _until(predicate: Callable[[], Awaitable[bool] | bool], what: str, tim
         raise AssertionError(f"{what} within {timeout:g} s") from None
 
 
+async def _release_idle(factory: Factory) -> None:
+    """What a run's end does: a factory that keeps closed sandboxes warm for reuse (`drain`) lets them go."""
+    drain = getattr(factory, "drain", None)
+    if callable(drain):
+        await drain()
+
+
 # ---- the checks ------------------------------------------------------------------------------
 
 
@@ -383,8 +390,38 @@ async def check_file_api_errors(factory: Factory, config: SandboxConfig) -> None
 
 
 @_check
+async def check_no_trace_of_previous_sandbox(factory: Factory, config: SandboxConfig) -> None:
+    """A sandbox started after another closed sees nothing it left: workspace, /tmp, home and hidden files,
+    background processes, environment (a backend that reuses containers must reset them this clean)."""
+    probe = factory(config)
+    if not probe.capabilities.fs_isolated:
+        raise CheckSkipped(f"{type(probe).__name__} does not declare file system isolation (/tmp, HOME are shared)")
+    mark = "TRACE" + secrets.token_hex(6)
+    async with _Opened(factory, config) as o:
+        first = await o.start(_task(**{"given.txt": "g"}))
+        hidden = await first.inject_hidden([File(path=f"{mark}.txt", text=mark)])
+        leave = (f"echo {mark} > {mark}.ws && mkdir -p /tmp/{mark}/deep && echo {mark} > /tmp/{mark}/f && "
+                 f"chmod 000 /tmp/{mark} && echo 'export {mark}=1' >> ~/.bashrc && echo {mark} > ~/{mark} && "
+                 f"(echo {mark} > /var/tmp/{mark}; echo {mark} > /dev/shm/{mark}; true) 2>/dev/null && "
+                 f"setsid sh -c 'sleep 300' {mark} </dev/null >/dev/null 2>&1 & echo left")
+        r = await first.exec(leave, env={mark: "1"})
+        assert r.stdout.strip() == "left", f"could not leave the traces: {r.stderr}"
+        await first.close()
+        second = await o.start(_task(**{"given.txt": "g"}))
+        names = {e.path for e in await second.list(".", recursive=True)}
+        assert names == {"given.txt"}, f"the workspace holds another sandbox's files: {sorted(names)}"
+        r = await second.exec(f"ls -A /tmp /var/tmp /dev/shm ~ 2>/dev/null; cat {hidden}/{mark}.txt 2>/dev/null; "
+                              f"env; bash -ic 'echo env-{mark}=${{{mark}:-unset}}' 2>/dev/null; ps -eo args")
+        unset = f"env-{mark}=unset"
+        seen = [line for line in r.stdout.splitlines() if mark in line and "${" + mark not in line and line != unset]
+        assert not seen, f"a new sandbox sees what the previous one left: {seen[:5]}"
+        assert unset in r.stdout, f"the environment check did not run: {r.stdout[-300:]} {r.stderr[-300:]}"
+
+
+@_check
 async def check_close_removes_everything(factory: Factory, config: SandboxConfig) -> None:
-    """close() removes the workspace and what commands left, is safe twice, and stops exec."""
+    """close() removes the workspace and what commands left (at once, or at the factory's drain() if it
+    keeps closed sandboxes warm for reuse), is safe twice, and stops exec."""
     sb = factory(config)
     await sb.start(_task(**{"a.txt": "a"}))
     await sb.exec("mkdir -p made/deep && echo x > made/deep/f && chmod 500 made/deep")
@@ -392,6 +429,7 @@ async def check_close_removes_everything(factory: Factory, config: SandboxConfig
     root = getattr(sb, "root", None)
     await sb.close()
     await sb.close()
+    await _release_idle(factory)
     if host is not None:
         assert not host.exists(), f"workspace {host} left behind"
     if isinstance(root, (str, Path)):
@@ -419,6 +457,7 @@ async def check_close_after_cancellation(factory: Factory, config: SandboxConfig
             await _until(lambda: (host / "started").exists() if host else True, "the command did not start")
             tg.cancel_scope.cancel()
         await sb.close()
+        await _release_idle(factory)
     if host is not None:
         assert not host.exists(), f"workspace {host} left after close under cancellation"
     late = factory(config)
@@ -426,6 +465,7 @@ async def check_close_after_cancellation(factory: Factory, config: SandboxConfig
         await late.start(_task(**{"a.txt": "a"}))
     with anyio.fail_after(30):
         await late.close()
+        await _release_idle(factory)
     late_host = _host_path(late)
     if late_host is not None:
         assert not late_host.exists(), "a sandbox whose start was cancelled left its workspace"

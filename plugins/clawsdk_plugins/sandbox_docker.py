@@ -135,6 +135,18 @@ class DockerSandbox(IsolatedHostDirSandbox):
             self.keeper = self.user
         self.container: Any = None
         self.client: Any = None
+        #: the mount points' inodes, set once started: only a sandbox that came up whole may go to the pool
+        self.pool_marks: dict | None = None
+
+    async def start(self, task: Task) -> None:
+        from clawsdk_plugins import docker_pool
+
+        await self.preflight()
+        if docker_pool.enabled(self) and await blocking(docker_pool.adopt, self, task):
+            return
+        await super().start(task)
+        if docker_pool.enabled(self):
+            await blocking(docker_pool.note_fresh, self)
 
     async def preflight(self) -> None:
         self.client = await blocking(client)
@@ -198,7 +210,11 @@ class DockerSandbox(IsolatedHostDirSandbox):
         await blocking(run)  # not abandoned on cancel: start() waits for it, then close() removes it
 
     async def teardown(self) -> None:
+        from clawsdk_plugins import docker_pool
+
         if self.container is None:
+            return
+        if await blocking(docker_pool.give_back, self):  # reset clean: the pool keeps container and folders
             return
         container, self.container = self.container, None
 
@@ -311,6 +327,15 @@ def make_docker(config: SandboxConfig | None = None) -> DockerSandbox:
 
 
 make_docker.available = available  # type: ignore[attr-defined]  # the factory's availability contract
+
+
+async def _drain() -> None:
+    from clawsdk_plugins import docker_pool
+
+    await docker_pool.drain_async()
+
+
+make_docker.drain = _drain  # type: ignore[attr-defined]  # called at the end of a run: warm containers go
 
 
 @hookimpl
