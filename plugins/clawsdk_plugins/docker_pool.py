@@ -117,7 +117,8 @@ def key_of(sb: DockerSandbox) -> tuple:
 
 
 def enabled(sb: DockerSandbox) -> bool:
-    return sb.opts.pool_size > 0
+    # without root the keeper runs as the sandbox uid, so the reset's `kill -9 -1` would stop the container
+    return sb.opts.pool_size > 0 and sb.keeper != sb.user
 
 
 def adopt(sb: DockerSandbox, task: Task) -> bool:
