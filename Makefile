@@ -22,13 +22,18 @@ venv: $(STAMP)
 DEMO_TASKS := $(addprefix examples/tasks/,monthly-expense-report subtitle-resync weekly-meeting-schedule \
 	eml-contacts fix-slugify-bug photo-rename-by-date)
 
+# The loop on the default isolating sandbox (bwrap where it works, else local with a note).
+# Training does not fit in a demo on 2 CPU cores (SFT runs at about 56 tokens/s): docs/training.md
+# and benchmarks/learning.py measure what it gives.
 demo: $(STAMP)
-	@echo "== the reference solutions (oracle agent): every task must pass"
-	$(VENV)/bin/clawsdk run examples/tasks --agent oracle --sandbox local --concurrency 4 --run-id demo-oracle
-	@echo "== the embedded model (SmolLM2-135M on the CPU) working the same kind of tasks"
-	$(VENV)/bin/clawsdk run $(DEMO_TASKS) --agent tool-loop --model embedded --sandbox local --concurrency 6 \
-		--agent-opt tool_choice=required --agent-opt tools=read,write,ls,exec --agent-opt max_turns=2 \
-		--agent-opt max_tokens=96 --run-id demo-embedded
+	@echo "== 1/3 the reference solutions (oracle agent) on the 14 example tasks, each in its own sandbox: all pass"
+	$(VENV)/bin/clawsdk run examples/tasks --agent oracle --concurrency 4 --run-id demo-oracle
+	@echo "== 2/3 their trajectories as SFT data, counted with the embedded model's tokenizer: TRL's SFTTrainer reads it as is"
+	$(VENV)/bin/clawsdk data export --run demo-oracle --name demo-oracle --out .clawsdk/datasets \
+		--format jsonl --format hf --tokenizer embedded
+	@echo "== 3/3 the untrained embedded model (SmolLM2-135M on the CPU) on one task per category: the starting point"
+	$(VENV)/bin/clawsdk run $(DEMO_TASKS) --agent tool-loop --model embedded --concurrency 6 \
+		--agent-opt tools=read,write,ls,exec --agent-opt max_tokens=256 --run-id demo-embedded
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests

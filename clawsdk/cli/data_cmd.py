@@ -300,6 +300,9 @@ def export_command(
     warning = exp.length_warning()
     if warning:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+    elif exp.kind == "sft":
+        console.print(f"[dim]the longest conversation is {exp.longest} tokens ({exp.length_basis}), within "
+                      f"max_length={exp.max_length}[/dim]")
 
 
 def _load_tokenizer(spec: str):

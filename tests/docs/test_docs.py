@@ -226,11 +226,30 @@ def resolve(args: list[str], where: str) -> tuple[list[str], click.Command, list
     return path, cmd, rest
 
 
+def makefile_commands(text: str) -> list[DocCommand]:
+    """The clawsdk commands of the Makefile's recipes (`make demo` is what a newcomer runs first)."""
+    joined = _joined([(i + 1, raw) for i, raw in enumerate(text.splitlines())])
+    variables = {m.group(1): m.group(2) for _, line in joined
+                 if (m := re.match(r"^([A-Z_]+) :?= (.*)$", line))}
+    tasks = " ".join(variables.get("DEMO_TASKS", "").split())
+    m = re.match(r"\$\(addprefix ([^,]+),(.*)\)$", tasks)
+    if m:
+        tasks = " ".join(m.group(1) + t for t in m.group(2).split())
+    found = []
+    for n, line in joined:
+        line = line.strip().lstrip("@")
+        if not line.startswith("$(VENV)/bin/clawsdk "):
+            continue
+        line = "clawsdk " + line[len("$(VENV)/bin/clawsdk "):]
+        found.append(DocCommand("Makefile", n, line.replace("$(DEMO_TASKS)", tasks)))
+    return found
+
+
 def all_commands() -> list[DocCommand]:
     out: list[DocCommand] = []
     for doc in DOCS:
         out += extract(doc.read_text(encoding="utf-8"), str(doc.relative_to(ROOT)))
-    return out
+    return out + makefile_commands((ROOT / "Makefile").read_text(encoding="utf-8"))
 
 
 COMMANDS = all_commands()
@@ -239,6 +258,8 @@ COMMANDS = all_commands()
 def test_the_docs_have_commands_to_check():
     files = {c.file for c in COMMANDS}
     assert len(COMMANDS) >= 60 and {"README.md", "docs/bench.md", "docs/skills.md", "docs/training.md"} <= files
+    demo = [c.text for c in COMMANDS if c.file == "Makefile"]
+    assert len(demo) >= 3 and any("examples/tasks/fix-slugify-bug" in c for c in demo)
 
 
 def test_the_checker_catches_a_wrong_agent_a_wrong_option_and_a_missing_command():
