@@ -37,6 +37,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_ENV = ("CLAWSDK_OPENAI_KEY", "OPENAI_API_KEY")
 BASE_URL_ENV = ("CLAWSDK_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 RETRY_STATUS = {408, 409, 425, 429}
+#: connections (and requests in flight) per HTTP connection pool; see OpenAIModel._http
+POOL_SIZE = 16
 SENT_PARAMS = ("max_tokens", "temperature", "top_p", "stop", "seed", "n", "presence_penalty",
                "frequency_penalty")
 
@@ -117,16 +119,27 @@ class OpenAIModel(Model):
         host = urlparse(self.base_url).hostname or ""
         # a proxy from the environment must not swallow calls to a server on this machine
         self._trust_env = host not in ("127.0.0.1", "localhost", "::1")
-        self._client: Any = None
+        self._client: list[Any] | None = None
         self._client_token: Any = None
+        self._next = 0
 
     def _http(self) -> Any:
         token = current_token()
         if self._client is None or self._client_token != token:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
-                                             trust_env=self._trust_env)
+            # One connection pool scans all its queued requests and connections whenever a request
+            # comes or goes, so a single pool under 1,000 concurrent calls spends its time there
+            # (and httpx's default 100 connections queue the rest): pools of POOL_SIZE, round robin.
+            n = max(1, -(-self.concurrency // POOL_SIZE))
+            limits = httpx.Limits(max_connections=POOL_SIZE, max_keepalive_connections=POOL_SIZE)
+            timeout = httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
+            # one TLS context for all of them: loading the CA store costs tens of ms per client
+            tls = httpx.create_ssl_context(trust_env=self._trust_env)
+            self._client = [httpx.AsyncClient(timeout=timeout, limits=limits, verify=tls, trust_env=self._trust_env)
+                            for _ in range(n)]
             self._client_token = token
-        return self._client
+            self._next = 0
+        self._next = (self._next + 1) % len(self._client)
+        return self._client[self._next]
 
     def request_body(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                      params: dict[str, Any]) -> dict[str, Any]:
@@ -212,12 +225,12 @@ class OpenAIModel(Model):
                             logprobs=c.logprobs, raw=data)
 
     async def aclose(self) -> None:
-        if self._client is not None:
+        for client in self._client or ():
             try:
-                await self._client.aclose()
+                await client.aclose()
             except Exception:  # noqa: BLE001 - a client of another event loop
                 pass
-            self._client = None
+        self._client = None
 
 
 def _error_detail(raw: bytes) -> str:
