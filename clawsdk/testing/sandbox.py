@@ -403,9 +403,17 @@ async def check_no_trace_of_previous_sandbox(factory: Factory, config: SandboxCo
         leave = (f"echo {mark} > {mark}.ws && mkdir -p /tmp/{mark}/deep && echo {mark} > /tmp/{mark}/f && "
                  f"chmod 000 /tmp/{mark} && echo 'export {mark}=1' >> ~/.bashrc && echo {mark} > ~/{mark} && "
                  f"(echo {mark} > /var/tmp/{mark}; echo {mark} > /dev/shm/{mark}; true) 2>/dev/null && "
-                 f"setsid sh -c 'sleep 300' {mark} </dev/null >/dev/null 2>&1 & echo left")
+                 f"{{ setsid sh -c 'sleep 300' {mark} </dev/null >/dev/null 2>&1 & }} && "
+                 # until it is in a session of its own, the end of this command would kill it with its group
+                 f"for i in $(seq 100); do [ \"$(ps -o sid= -p $! | tr -d ' ')\" = $! ] && break; sleep 0.05; done; "
+                 f"echo left")
         r = await first.exec(leave, env={mark: "1"})
-        assert r.stdout.strip() == "left", f"could not leave the traces: {r.stderr}"
+        assert r.stdout.strip() == "left", f"could not leave the traces: {r.stdout} {r.stderr}"
+        made = f"test -d /tmp/{mark} && test -f ~/{mark} && test -f {mark}.ws && grep -q {mark} ~/.bashrc && echo made"
+        if first.capabilities.persistent_processes:  # the background process must really be there to be found
+            made = f"ps -eo args | grep -v grep | grep -q 'sleep 300 {mark}' && {made}"
+        r = await first.exec(made)
+        assert r.stdout.strip() == "made", f"the traces were not all left: {r.stdout} {r.stderr}"
         await first.close()
         second = await o.start(_task(**{"given.txt": "g"}))
         names = {e.path for e in await second.list(".", recursive=True)}

@@ -46,14 +46,16 @@ def test_a_closed_sandbox_container_is_reused_and_a_broken_one_is_not():
         await second.start(task)
         assert second.container.id != used
         fresh = second.container.id
+        r = await second.exec("ipcmk -M 64 -Q -S 1 && echo q > /dev/shm/q && echo q > /var/tmp/q && echo ok")
+        assert r.stdout.strip().endswith("ok"), r.stderr
         await second.close()
         assert docker_pool.idle_count() == 1
         third = make_docker(SandboxConfig())
         await third.start(task)
         assert third.container.id == fresh, "a cleanly reset container was not reused"
         assert sorted(e.path for e in await third.list(".")) == ["given.txt"]
-        r = await third.exec("ls -A ~; ls -A /tmp; cat given.txt")
-        assert r.stdout.split() == [".openclaw", "g"], r.stdout
+        r = await third.exec("ls -A ~; ls -A /tmp /var/tmp /dev/shm /dev/mqueue; ipcs | grep -c sandbox; cat given.txt")
+        assert r.stdout.split() == [".openclaw", "/dev/mqueue:", "/dev/shm:", "/tmp:", "/var/tmp:", "0", "g"], r.stdout
         off = make_docker(SandboxConfig(extra={"pool_size": 0}))
         await off.start(task)
         assert off.container.id != fresh, "pool_size=0 took a pooled container"
