@@ -82,12 +82,16 @@ def mount_points(sb: DockerSandbox) -> list[str]:
 def note_fresh(sb: DockerSandbox) -> None:
     """Remember a new container's mount points (before the agent runs), so a reset can prove them intact."""
     root = sb.sandbox_root.path
-    marks = {}
-    for rel in mount_points(sb):
-        st = os.lstat(root / rel)
-        marks[rel] = (st.st_dev, st.st_ino)
-    # the host pid of the container's init: the reset reaches its processes, /tmp and IPC through it
-    sb.pool_pid = sb.client.api.inspect_container(sb.container.id)["State"]["Pid"]
+    try:
+        marks = {}
+        for rel in mount_points(sb):
+            st = os.lstat(root / rel)
+            marks[rel] = (st.st_dev, st.st_ino)
+        # the host pid of the container's init: the reset reaches its processes, /tmp and IPC through it
+        sb.pool_pid = sb.client.api.inspect_container(sb.container.id)["State"]["Pid"]
+    except Exception as e:  # noqa: BLE001 - the sandbox still works; it just never goes to the pool
+        log.info("docker sandbox %s will not be pooled: %s", sb.container.name, e)
+        return
     sb.pool_marks = marks
 
 
@@ -104,8 +108,9 @@ def key_of(sb: DockerSandbox) -> tuple:
 
 
 def enabled(sb: DockerSandbox) -> bool:
-    # without root the keeper runs as the sandbox uid, so the reset's `kill -9 -1` would stop the container
-    return sb.opts.pool_size > 0 and sb.keeper != sb.user
+    # the reset works from the host as root (pidfds, /proc/PID/root, setns); without root the keeper
+    # also runs as the sandbox uid, so killing that uid's processes would stop the container
+    return sb.opts.pool_size > 0 and sb.privileged
 
 
 def adopt(sb: DockerSandbox, task: Task) -> bool:
@@ -162,10 +167,21 @@ def reset(sb: DockerSandbox) -> str | None:
     All from the host, with no `docker exec` (each costs a runc start, ~0.1 s of CPU): processes through
     the container's cgroup, its /tmp and IPC objects through its init's /proc entry."""
     try:
+        pin = os.pidfd_open(sb.pool_pid)  # held: the pid cannot be reused by another process while we work
+    except OSError as e:
+        return f"the container's init is gone: {e}"
+    try:
+        state = sb.client.api.inspect_container(sb.container.id)["State"]
+        if not state.get("Running") or state.get("Pid") != sb.pool_pid:
+            return f"the container is not running as it was (state {state.get('Status')})"
+        if os.readlink(f"/proc/{sb.pool_pid}/ns/pid") == os.readlink("/proc/self/ns/pid"):
+            return "the container shares this process's pid namespace"
         why = _kill_sandbox_user(sb) or _empty_scratch(sb.pool_pid) or _remove_ipc(sb.pool_pid)
         return why or _reset_host(sb)
-    except OSError as e:  # the container is gone, or a folder would not empty: never reuse it
+    except Exception as e:  # noqa: BLE001 - the container or engine is gone, or a folder would not empty
         return f"{type(e).__name__}: {e}"
+    finally:
+        os.close(pin)
 
 
 def _status(pid: int) -> dict[str, str]:

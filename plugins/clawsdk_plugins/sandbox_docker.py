@@ -137,6 +137,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
         self.client: Any = None
         #: the mount points' inodes, set once started: only a sandbox that came up whole may go to the pool
         self.pool_marks: dict | None = None
+        self.pool_pid = 0  # the host pid of the container's init
 
     async def start(self, task: Task) -> None:
         from clawsdk_plugins import docker_pool
