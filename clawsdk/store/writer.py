@@ -51,6 +51,11 @@ class StoreWriter:
         self.dropped = 0
         #: the rows of the newest queued batch of events, while the loop has not taken it
         self._tail: list[tuple] | None = None
+        #: events queued and not yet taken by the loop; recording waits above `buffer` of them, so
+        #: batching events into one queue item does not loosen the bound on memory
+        self.queued_rows = 0
+        self._row_limit = buffer
+        self._room: anyio.Event | None = None
 
     async def __aenter__(self) -> StoreWriter:
         self._store = await anyio.to_thread.run_sync(Store, self.path)
@@ -82,6 +87,11 @@ class StoreWriter:
         # not taken it (nothing else queued after it, so the order of writes holds): one list append
         # instead of a queue item per event. No scheduler round trip while the queue has room;
         # back-pressure only when it is full.
+        while self.queued_rows >= self._row_limit:
+            if self._room is None:
+                self._room = anyio.Event()
+            await self._room.wait()
+        self.queued_rows += len(rows)
         tail = self._tail
         if tail is not None and len(tail) < TAIL_ROWS:
             tail.extend(rows)
@@ -116,10 +126,10 @@ class StoreWriter:
                 except anyio.EndOfStream:
                     return
                 batch = [first]
-                self._gather(batch)
+                self._gather(batch, 0)
                 if len(batch) < 64 and not isinstance(batch[-1], _Flush):
                     await anyio.sleep(LINGER_S)
-                    self._gather(batch)
+                    self._gather(batch, len(batch))
                 if self.error is None:
                     try:
                         await anyio.to_thread.run_sync(self._apply, batch)
@@ -133,12 +143,18 @@ class StoreWriter:
                     if isinstance(item, _Flush):
                         item.done.set()
 
-    def _gather(self, batch: list[Any]) -> None:
+    def _gather(self, batch: list[Any], start: int) -> None:
+        """Take what is queued into `batch`, whose items from `start` on are newly taken."""
         while len(batch) < MAX_BATCH:
             try:
                 batch.append(self._receive.receive_nowait())
             except (anyio.WouldBlock, anyio.EndOfStream):
                 break
+        self.queued_rows -= sum(len(item[1]["rows"]) for item in batch[start:]
+                                if not isinstance(item, _Flush) and item[0] == "insert_events")
+        if self._room is not None and self.queued_rows < self._row_limit:
+            self._room.set()
+            self._room = None
         tail = self._tail
         # once the loop has the open batch of events (the newest item, so the last it took), later
         # events start a new one: this batch goes to the worker thread as it is

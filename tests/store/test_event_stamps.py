@@ -117,3 +117,24 @@ def test_events_recorded_while_another_write_is_queued_are_all_committed(tmp_pat
     anyio.run(main)
     with Store(db, readonly=True) as store:
         assert [r["seq"] for r in store.query("SELECT seq FROM events WHERE rollout_id = 'r1' ORDER BY seq")] == [0, 1, 2]
+
+
+def test_a_recorder_that_never_yields_is_held_to_the_queue_bound(tmp_path):
+    # batching events into one queue item must not let a tight producer queue more than `buffer`
+    db = tmp_path / "s.db"
+    peak = 0
+
+    async def main():
+        nonlocal peak
+        async with StoreWriter(db, buffer=500) as writer:
+            rec = Recorder(writer, "r1", 0)
+            for k in range(5_000):
+                await rec.record("note", {"k": k})
+                peak = max(peak, writer.queued_rows)
+            await writer.flush()
+            assert writer.queued_rows == 0
+
+    anyio.run(main)
+    assert 0 < peak <= 500
+    with Store(db, readonly=True) as store:
+        assert store.query("SELECT COUNT(*) n FROM events")[0]["n"] == 5_000
