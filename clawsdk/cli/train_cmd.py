@@ -52,9 +52,9 @@ def _report(result, what: str) -> None:
 @click.option(
     "--max-length",
     type=click.IntRange(16),
-    default=2048,
+    default=4096,
     show_default=True,
-    help="Longer conversations are skipped (never cut).",
+    help="Longer conversations are skipped (never cut); a tool-using conversation is often 2-4k tokens.",
 )
 @click.option("--lora", is_flag=True, help="Train LoRA adapters (peft) and merge them into the checkpoint.")
 @click.option("--lora-r", type=click.IntRange(1), default=16, show_default=True)

@@ -45,7 +45,7 @@ class TrlSftTrainer:
         lr: float = 5e-5,
         batch_size: int = 4,
         grad_accum: int = 1,
-        max_length: int = 2048,
+        max_length: int = 4096,
         lora: bool = False,
         lora_r: int = 16,
         lora_alpha: int | None = None,
