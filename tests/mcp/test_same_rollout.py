@@ -13,7 +13,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agents import ScriptedAgent
 from tests.conftest import make_task
-from tests.serve.serve_proc import session, start_http
+from tests.mcp.serve_proc import session, start_http
 
 WRITE = {"tool": "write", "args": {"path": "done.txt", "content": "done\n"}}
 EXEC = {"tool": "exec", "args": {"command": "cat done.txt"}}

@@ -16,7 +16,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
 from tests.conftest import make_task
-from tests.serve.serve_proc import CLAWSDK, require_bwrap
+from tests.mcp.serve_proc import CLAWSDK, require_bwrap
 
 
 def _tool_call(i: int, path: str, content: str) -> dict:

@@ -14,7 +14,7 @@ import pytest
 
 from clawsdk.store.store import Store
 from tests.conftest import make_task
-from tests.serve.serve_proc import CLAWSDK, require_bwrap, session, start_http
+from tests.mcp.serve_proc import CLAWSDK, require_bwrap, session, start_http
 
 
 def _text(result) -> str:
