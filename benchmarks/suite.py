@@ -7,12 +7,15 @@ through slows both sides alike. The table reports the best round of each (the le
     python benchmarks/suite.py                      # everything but the long items
     python benchmarks/suite.py --rounds 3 --w1 200  # more rounds, another W1 size
     python benchmarks/suite.py --scale              # also W1 at 1,000 vs 10,000 tasks (several minutes)
+    python benchmarks/suite.py --inspect-python /tmp/inspect/bin/python   # also W1 in Inspect AI
 
 Rows:
 - start-up: `clawsdk --version` and `clawsdk runs` (on the 1,000-rollout W1 store) against `python -c pass`
 - W1: N tasks x 10 tool calls through clawsdk (sandbox, MCP tool server, recorder, store, verifier),
   against a bare `mcp.Client` on a stock MCPServer doing the same calls with one session per task and
-  nothing recorded, and against plain Python file operations (the floor)
+  nothing recorded, and against plain Python file operations (the floor); with --inspect-python, against
+  Inspect AI running the same calls through its own tool execution, log and scorer (benchmarks/inspect_w1.py,
+  in an environment of its own that has inspect-ai)
 - recording: events/s through `Recorder.record()` against the store's own batched insert
 - loading: listing 2,000 ClawGym-format task folders against reading their files
 """
@@ -238,6 +241,13 @@ MEASURES = {"command": m_command, "w1": m_w1, "w1_bare": m_w1_bare, "w1_floor": 
 # ---- the parent: rounds, children, table ----------------------------------------------------------
 
 
+def inspect_child(python: str, n: int) -> dict:
+    done = subprocess.run([python, str(HERE / "inspect_w1.py"), str(n)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"inspect W1 failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def child(name: str, *args) -> dict:
     done = subprocess.run([sys.executable, __file__, "--one", name, json.dumps(list(args))],
                           capture_output=True, text=True)
@@ -259,6 +269,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--load-tasks", type=int, default=2000)
     ap.add_argument("--scale", action="store_true", help="also W1 at 1,000 and 10,000 tasks")
+    ap.add_argument("--inspect-python", metavar="PY", help="a python that has inspect-ai: adds W1 in Inspect AI")
     a = ap.parse_args()
     if a.one:
         print(json.dumps(MEASURES[a.one](*json.loads(a.args))))
@@ -272,7 +283,7 @@ def main() -> None:
         gym = Path(tmp) / "clawgym"
         make_clawgym_tasks(gym, a.load_tasks)
         r: dict[str, list[dict]] = {k: [] for k in ("py", "version", "runs", "w1", "bare", "floor", "rec", "ins",
-                                                     "load", "load_floor")}
+                                                     "load", "load_floor", "inspect")}
         for _ in range(a.rounds):
             r["py"].append(child("command", [sys.executable, "-c", "pass"]))
             r["version"].append(child("command", [clawsdk, "--version"]))
@@ -280,6 +291,8 @@ def main() -> None:
             r["bare"].append(child("w1_bare", a.w1))
             r["w1"].append(child("w1", a.w1, str(Path(tmp) / f"w1-{len(r['w1'])}.db")))
             r["floor"].append(child("w1_floor", a.w1))
+            if a.inspect_python:
+                r["inspect"].append(inspect_child(a.inspect_python, a.w1))
             r["ins"].append(child("store_insert", a.events))
             r["rec"].append(child("recorder", a.events))
             r["load_floor"].append(child("load_floor", str(gym)))
@@ -301,6 +314,10 @@ def main() -> None:
              f"{w1['cpu_s'] / bare['cpu_s']:.2f}x bare (target <= 1.0x)"),
             (f"W1 {a.w1} tasks: plain Python file ops", f"{floor['cpu_s']:.3f} s CPU", "the floor"),
         ]
+        if r["inspect"]:
+            insp = best(r["inspect"])
+            rows.append((f"W1 {a.w1} tasks: Inspect AI, logged and scored", f"{insp['cpu_s']:.2f} s CPU, "
+                         f"{insp['per_call_us']:.0f} us/call", f"clawsdk is {w1['cpu_s'] / insp['cpu_s']:.2f}x its CPU"))
         rec, ins = max(r["rec"], key=lambda x: x["events_per_s"]), max(r["ins"], key=lambda x: x["events_per_s"])
         rows += [
             ("recording: store batched insert", f"{ins['events_per_s']:,.0f} events/s", "baseline"),
