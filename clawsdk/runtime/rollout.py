@@ -148,7 +148,9 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         if isinstance(exc, RolloutError):
             kind, error = exc.kind, str(exc)
         else:  # a failure of ours or of a tool server: infrastructure, not the agent
-            log.error("rollout %s failed", recorder.rollout_id, exc_info=exc)
+            # one line where the user looks (the CLI never prints a traceback); the traceback with -vv
+            log.error("rollout %s failed: %s: %s", recorder.rollout_id, type(exc).__name__, exc)
+            log.debug("rollout %s failed", recorder.rollout_id, exc_info=exc)
             kind, error = FailureKind.SANDBOX_ERROR, f"{type(exc).__name__}: {exc}"
         # a verifier that scored part of the work (a hybrid without its judge) keeps that part, unscored
         verdict = getattr(exc, "partial_verdict", None)
