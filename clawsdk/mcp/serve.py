@@ -241,7 +241,10 @@ class RolloutHost:
         names = {s.name for s in self.specs}
         self.offers_task = TASK_TOOL_NAME not in names
         self.offers_finish = FINISH.name not in names
+        #: the rollout of each open connection (keyed by id: an ended connection's key is dropped, since a
+        #: new connection may get the same id once the old one is gone)
         self.sessions: dict[int, LiveRollout] = {}
+        self.lives: list[LiveRollout] = []  # every rollout this host started
         self.next_sample = _next_sample(config.db, config.run_id, config.task.id)
         self.finished: list[LiveRollout] = []
         self.interrupted = False
@@ -256,13 +259,18 @@ class RolloutHost:
     def stop(self, *, interrupted: bool = False) -> None:
         """End every open session; they are recorded `cancelled` (unscored) as the server goes down."""
         self.interrupted = self.interrupted or interrupted
-        for live in self.sessions.values():
+        for live in self.lives:
             live.end("server stopped")
 
     async def wait_recorded(self) -> None:
         with anyio.move_on_after(self.config.task.limits.verifier_timeout_s + 30, shield=True):
-            for live in list(self.sessions.values()):
+            for live in list(self.lives):
                 await live.done.wait()
+
+    def _disconnected(self, key: int, live: LiveRollout) -> None:
+        live.end("disconnect")
+        if self.sessions.get(key) is live:
+            del self.sessions[key]
 
     async def live_for(self, ctx: Any) -> LiveRollout:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -279,7 +287,8 @@ class RolloutHost:
                 live = LiveRollout(self, self.next_sample, f"mcp:{client}")
                 self.next_sample += 1
                 self.sessions[key] = live
-                connection.exit_stack.callback(live.end, "disconnect")
+                self.lives.append(live)
+                connection.exit_stack.callback(self._disconnected, key, live)
                 self.tg.start_soon(live.run)
         return live
 

@@ -52,6 +52,8 @@ def test_each_session_is_a_rollout_ended_by_finish_or_disconnect(tmp_path, db):
             with anyio.fail_after(30):
                 while len(host.finished) < 2:
                     await anyio.sleep(0.02)
+            # a closed connection's key is dropped: a new connection may reuse its id
+            assert not host.sessions and len(host.lives) == 2
 
     anyio.run(main)
     rows, events, verdicts = _rollouts(db)
@@ -155,7 +157,7 @@ def test_a_probe_is_not_a_rollout_and_the_task_reaches_clients_without_instructi
                 r = await c.call_tool("task", {})
                 assert not r.is_error and r.content[0].text == task.instruction
             await anyio.sleep(0.2)
-            assert not host.sessions and not host.finished
+            assert not host.lives and not host.finished
             async with Client(server, mode="legacy") as c:  # a real session: its first tool call starts it
                 await c.call_tool("write", {"path": "done.txt", "content": "done\n"})
                 await c.call_tool("finish", {})
