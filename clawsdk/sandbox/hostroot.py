@@ -210,6 +210,9 @@ def sweep_orphans(base: Path, backend: str, *, kill_processes: bool = False) -> 
         if root in mounts:
             umount(root)
         shutil.rmtree(root, ignore_errors=True)
+        if root.exists():  # still a mount point (one the listing missed): detach it, then remove what is left
+            umount(root)
+            shutil.rmtree(root, ignore_errors=True)
         swept += 1
     return swept
 

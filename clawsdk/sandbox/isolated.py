@@ -65,10 +65,11 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         base = self.sandbox_base()
         if (self.name, base) not in _swept:
             _swept.add((self.name, base))
+            # what still runs on a dead owner's folders (its containers) goes first, then the folders
+            await self.sweep(base)
             n = await anyio.to_thread.run_sync(sweep_orphans, base, self.name)
             if n:
                 log.warning("removed %d %s sandbox folder(s) left by a killed process", n, self.name)
-            await self.sweep(base)
         self.sandbox_root = SandboxRoot(base, self.name, self.opts.disk_mb if self.privileged else 0)
         self.root = self.sandbox_root.path
         try:
