@@ -84,13 +84,20 @@ class HarnessAgent(Agent):
             "command": self.command, "harness": self.command, "exit_code": result.exit_code,
             "timed_out": result.timed_out, "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:],
             "model_calls": proxy.n_requests}, duration_ms=result.duration_s * 1000)
-        if result.timed_out:
-            raise AgentError(f"the harness command did not finish within {limit:g} s")
-        if result.exit_code != 0 and proxy.n_upstream_errors:
-            raise ModelError(f"the harness command failed after {proxy.n_upstream_errors} failed call(s) to the "
-                             f"model server {self.upstream}: {result.stderr.strip()[-500:]}")
-        if result.exit_code != 0:
-            raise AgentError(f"the harness command exited with {result.exit_code}: {result.stderr.strip()[-500:]}")
+        raise_for_ending(result, proxy, what="the harness command", limit=limit, upstream=self.upstream,
+                         why=result.stderr.strip()[-500:])
+
+
+def raise_for_ending(result: Any, proxy: Any, *, what: str, limit: float, upstream: str, why: str) -> None:
+    """How a black-box agent's command ended, as the rollout counts it: past its time or a non-zero exit is the
+    agent's (scored); a non-zero exit after failed calls to the model server is the model's (unscored)."""
+    if result.timed_out:
+        raise AgentError(f"{what} did not finish within {limit:g} s")
+    if result.exit_code != 0 and proxy.n_upstream_errors:
+        raise ModelError(f"{what} failed after {proxy.n_upstream_errors} failed call(s) to the model server "
+                         f"{upstream}: {why}")
+    if result.exit_code != 0:
+        raise AgentError(f"{what} exited with {result.exit_code}: {why}")
 
 
 def _harness(**options: Any) -> HarnessAgent:

@@ -38,9 +38,10 @@ from typing import Any
 
 import anyio
 
-from clawsdk.errors import AgentError, AgentTimeout, ModelError, SandboxError
+from clawsdk.errors import AgentTimeout, SandboxError
 from clawsdk.runtime.agent import Agent, AgentContext
 
+from clawsdk_plugins.agent_harness import raise_for_ending
 from clawsdk_plugins.openclaw.config import PROVIDER, openclaw_config, unsupported_servers
 from clawsdk_plugins.openclaw.events import ToolEventRecorder
 from clawsdk_plugins.openclaw.install import Install, find_install, missing_message
@@ -140,13 +141,8 @@ class OpenClawAgent(Agent):
         if events.first_request_at is None and result.exit_code != 0:
             raise SandboxError(f"OpenClaw failed before its first model call (exit {result.exit_code}): "
                                f"{_why(envelope, result.stderr)}")
-        if result.timed_out:
-            raise AgentError(f"OpenClaw did not finish within {limit + self.boot_timeout_s:g} s")
-        if result.exit_code != 0 and proxy.n_upstream_errors:
-            raise ModelError(f"OpenClaw failed after {proxy.n_upstream_errors} failed call(s) to the model server "
-                             f"{self.upstream}: {_why(envelope, result.stderr)}")
-        if result.exit_code != 0:
-            raise AgentError(f"OpenClaw exited with {result.exit_code}: {_why(envelope, result.stderr)}")
+        raise_for_ending(result, proxy, what="OpenClaw", limit=limit + self.boot_timeout_s, upstream=self.upstream,
+                         why=_why(envelope, result.stderr))
 
     # ---- the sandbox side --------------------------------------------------------------------
 
