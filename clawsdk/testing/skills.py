@@ -32,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from clawsdk.testing.report import Finding
+from clawsdk.testing.report import Finding, Report
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 PATH_ARGS = re.compile(r"(?i)^(path|paths|file|files|src|dest|source|target|folder|dir|directory|repo|"
@@ -41,20 +41,14 @@ MARKER = "clawsdk-conformance-secret-7f3a"
 
 
 @dataclass
-class SkillReport:
-    name: str
+class SkillReport(Report):
+    """A kit report that also names the skill's tools and the checks that did not apply."""
+
+    kind: str = "skill"
+    name: str = "skill"
     tools: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
     #: checks that did not apply, so were neither passed nor failed
     skipped: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return all(f.ok for f in self.findings)
-
-    @property
-    def failures(self) -> list[Finding]:
-        return [f for f in self.findings if not f.ok]
 
     def summary(self) -> str:
         lines = [f"skill {self.name}: {'passes' if self.ok else 'FAILS'} "
@@ -63,8 +57,9 @@ class SkillReport:
         lines += [f"  FAIL {f.check}: {f.detail}" for f in self.failures]
         return "\n".join(lines)
 
-    def add(self, check: str, ok: bool, detail: str = "") -> None:
-        self.findings.append(Finding(check, ok, detail))
+    def add(self, check: str, ok: bool, detail: str = "") -> bool:
+        self.findings.append(Finding(check, ok, detail))  # a passed check keeps its detail (what was checked)
+        return ok
 
 
 def _dummy(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
