@@ -188,12 +188,11 @@ class Experiment:
         return str(ckpt), m
 
 
-def report(results: dict, held: dict) -> dict:
+def report(results: dict, held: dict, conditions: list[str]) -> dict:
     table: dict = {}
     print("\n| split | condition | pass rate [95% CI] | mean score [95% CI] |\n| --- | --- | --- | --- |")
-    for split in SPLITS:
-        tasks = held[split]
-        for cond in CONDITIONS:
+    for split, tasks in held.items():
+        for cond in conditions:
             r = results[cond][split]
             passed = [float(r.get(t.id, (False, 0.0))[0]) for t in tasks]
             scores = [r.get(t.id, (False, 0.0))[1] for t in tasks]
@@ -206,8 +205,10 @@ def report(results: dict, held: dict) -> dict:
                   f"[{lo:.1%}, {hi:.1%}] | {s.value:.3f} [{s.low:.3f}, {s.high:.3f}] |")
     print("\npaired differences in pass rate (B - A, paired bootstrap 95% CI, permutation p):")
     diffs: dict = {}
-    for split in SPLITS:
+    for split in held:
         for a, b in COMPARE:
+            if a not in conditions or b not in conditions:
+                continue
             t = paired_test(table[split][a]["per_task"], table[split][b]["per_task"])
             diffs[f"{split}: {b} - {a}"] = t.as_dict()
             print(f"  {split:<17} {b} - {a:<9} {t.diff:+.1%} [{t.low:+.1%}, {t.high:+.1%}] wins {t.wins} "
@@ -254,7 +255,18 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", default="/tmp/clawsdk-learning")
+    p.add_argument("--splits", default=",".join(SPLITS), help="held-out splits to evaluate, in this order")
+    p.add_argument("--conditions", default=",".join(CONDITIONS),
+                   help="conditions to train and evaluate, in this order (a subset costs less; what it leaves "
+                        "out is not in the table)")
     args = p.parse_args()
+    splits = [x.strip() for x in args.splits.split(",") if x.strip()]
+    conditions = [x.strip() for x in args.conditions.split(",") if x.strip()]
+    unknown = sorted(set(splits) - set(SPLITS)) + sorted(set(conditions) - set(CONDITIONS))
+    if unknown or not splits or not conditions:
+        print(f"error: --splits takes {', '.join(SPLITS)} and --conditions {', '.join(CONDITIONS)}; "
+              f"got {', '.join(unknown) or 'none'}", file=sys.stderr)
+        return 2
     if args.tiny:
         args.train, args.heldout, args.epochs, args.sft_max_steps = 4, 2, 1.0, 2
         args.group, args.grpo_steps, args.max_turns, args.max_tokens = 2, 1, 2, 24
@@ -279,7 +291,7 @@ def main() -> int:
         print("error: the splits leak:\n  " + "\n  ".join(problems[:10]), file=sys.stderr)
         return 2
     train = with_timeout(s.train, args.task_timeout_s)
-    held = {name: with_timeout(tasks, args.task_timeout_s) for name, tasks in s.heldout().items()}
+    held = {name: with_timeout(s.heldout()[name], args.task_timeout_s) for name in splits}
     fmt_tasks = with_timeout(list(generate(format_f, args.train, args.seed, {1: "easy", 2: "medium", 3: "hard"}
                                            [args.level])), args.task_timeout_s)
     print(f"train: {len(train)} tasks of {len(s.train_templates)} templates ({args.train_families}); held out "
@@ -288,21 +300,29 @@ def main() -> int:
           f"{len(fmt_tasks)} tasks of {args.format_families}; base {args.base}; store {exp.db}")
 
     print("training:")
-    sft_ckpt, sft_m = exp.sft(exp.oracle_dataset(train, "learning-sft"), "sft", args.base)
-    fmt_ckpt, fmt_m = exp.sft(exp.oracle_dataset(fmt_tasks, "learning-format"), "format", args.base)
-    grpo_ckpt, grpo_m = exp.grpo(train, sft_ckpt)
+    sft_ckpt = fmt_ckpt = grpo_ckpt = ""
+    sft_m = fmt_m = grpo_m = None
+    if "sft" in conditions or "grpo" in conditions:
+        sft_ckpt, sft_m = exp.sft(exp.oracle_dataset(train, "learning-sft"), "sft", args.base)
+    if "format" in conditions:
+        fmt_ckpt, fmt_m = exp.sft(exp.oracle_dataset(fmt_tasks, "learning-format"), "format", args.base)
+    if "grpo" in conditions:
+        grpo_ckpt, grpo_m = exp.grpo(train, sft_ckpt)
 
     base_model = args.base if args.base == "embedded" else f"transformers:{args.base}"
     models = {"base": (base_model, None), "few-shot": (base_model, worked_example(train[0])),
               "format": (f"transformers:{fmt_ckpt}", None), "sft": (f"transformers:{sft_ckpt}", None),
               "grpo": (f"transformers:{grpo_ckpt}", None)}
+    models = {c: models[c] for c in conditions if c in models}
     settings = [args.max_turns, args.max_tokens, args.turn_timeout_s]
     results: dict = {c: {} for c in CONDITIONS}
     print("evaluation:")
     for split, tasks in held.items():
         hashes = [t.hash for t in tasks]
-        results["lookup"][split] = exp.timed("eval lookup", exp.evaluate, nearest_solutions(tasks, train), "oracle",
-                                             f"learn-lookup-{split}-{key(hashes, [t.hash for t in train])}")
+        if "lookup" in conditions:
+            results["lookup"][split] = exp.timed(
+                "eval lookup", exp.evaluate, nearest_solutions(tasks, train), "oracle",
+                f"learn-lookup-{split}-{key(hashes, [t.hash for t in train])}")
         for cond, (model, prompt) in models.items():
             weights = model if cond in ("base", "few-shot") else card(Path(model.split(":", 1)[1]))["id"]
             run_id = f"learn-{cond}-{split}-{key(hashes, weights, prompt, settings)}"
@@ -310,7 +330,7 @@ def main() -> int:
             n = sum(v[0] for v in results[cond][split].values())
             print(f"  {split} {cond}: {n}/{len(tasks)} passed")
 
-    summary = report(results, held)
+    summary = report(results, held, conditions)
     total = time.perf_counter() - started
     print("\ncost (wall clock, this machine; a stage reused from the store shows its rerun time): "
           + ", ".join(f"{k} {v:.0f} s" for k, v in exp.cost.items()) + f"; total {total / 60:.1f} min")

@@ -1,10 +1,18 @@
-"""`transformers:PATH`: a Hugging Face checkpoint on CPU or GPU, batched by the shared engine."""
+"""`transformers:PATH`: a Hugging Face checkpoint on CPU or GPU, batched by the shared engine.
+
+Prompts that start alike (every rollout of a run shares the system prompt and the tool list, and
+each turn of a conversation extends the last) are not encoded again: the key/value cache of the
+longest prefix a batch shares is kept (a few entries, least recently used goes first) and each
+generation starts from a copy of it, so only what follows is prefilled.
+"""
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import time
+from collections import OrderedDict
 from typing import Any
 
 from clawsdk_plugins.local_engine import LocalChatModel, Request, need
@@ -45,6 +53,8 @@ class TransformersModel(LocalChatModel):
         self.threads = threads
         self.hf_model: Any = None
         self.eos_ids: set[int] = set()
+        #: prompt prefix (token ids) -> its key/value cache at batch size 1; see prefix_cache()
+        self.prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     def _load(self) -> None:
         need("transformers", "embedded")
@@ -81,6 +91,49 @@ class TransformersModel(LocalChatModel):
         if self.context_window is None:
             self.context_window = int(getattr(cfg, "max_position_embeddings", 0) or 4096)
 
+    #: a shared prefix shorter than this is encoded with the rest; at most this many are kept
+    PREFIX_MIN_TOKENS = 128
+    PREFIX_ENTRIES = 4
+
+    def prefix_cache(self, rows: list[list[int]]) -> tuple[int, Any]:
+        """(n, cache): the key/value cache of the first n tokens every row shares, from the kept
+        ones, extended when the rows share more; (0, None) when they share too little. Every row
+        keeps at least one token to prefill. The cache returned is the kept one: copy it before use."""
+        import torch
+
+        limit = min(len(r) for r in rows) - 1
+        if limit < self.PREFIX_MIN_TOKENS:
+            return 0, None
+        first = rows[0]
+        shared = limit
+        for r in rows[1:]:
+            n = 0
+            while n < shared and r[n] == first[n]:
+                n += 1
+            shared = n
+        n, cache = 0, None
+        for key in self.prefixes:  # the longest kept prefix of every row
+            if n < len(key) <= shared and tuple(first[:len(key)]) == key:
+                n, cache = len(key), self.prefixes[key]
+        if shared - n >= self.PREFIX_MIN_TOKENS:  # worth extending: encode the rest of what they share
+            grown = copy.deepcopy(cache) if cache is not None else None
+            with torch.inference_mode():
+                out = self.hf_model(input_ids=torch.tensor([first[n:shared]], device=self.hf_model.device),
+                                    use_cache=True, **{self._cache_arg(): grown})
+            n, cache = shared, out.get("cache", out.get("past_key_values"))
+            self.prefixes[tuple(first[:n])] = cache
+            while len(self.prefixes) > self.PREFIX_ENTRIES:
+                self.prefixes.popitem(last=False)
+        if cache is not None:
+            self.prefixes.move_to_end(tuple(first[:n]))
+        return n, cache
+
+    def _cache_arg(self) -> str:
+        """What this transformers calls the key/value cache argument (`cache` from 5.x on)."""
+        import inspect
+
+        return "cache" if "cache" in inspect.signature(self.hf_model.forward).parameters else "past_key_values"
+
     def _generate(self, requests: list[Request]) -> None:
         import torch
         from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria, \
@@ -89,12 +142,23 @@ class TransformersModel(LocalChatModel):
         model, tok = self.hf_model, self.tokenizer
         device = model.device
         pad = tok.pad_token_id if tok.pad_token_id is not None else min(self.eos_ids, default=0)
-        width = max(len(r.prompt_ids) for r in requests)
+        n_prefix, prefix = self.prefix_cache([r.prompt_ids for r in requests])
+        rest = max(len(r.prompt_ids) - n_prefix for r in requests)
+        width = n_prefix + rest
         ids = torch.full((len(requests), width), pad, dtype=torch.long)
         mask = torch.zeros((len(requests), width), dtype=torch.long)
-        for i, r in enumerate(requests):  # left padding: every row ends at the same column
-            ids[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids)
-            mask[i, width - len(r.prompt_ids):] = 1
+        for i, r in enumerate(requests):
+            # the shared prefix, then padding, then the row's own tokens: every row ends at the same
+            # column, and positions (from the mask) run on from the prefix as if unpadded
+            ids[i, :n_prefix] = torch.tensor(r.prompt_ids[:n_prefix], dtype=torch.long)
+            mask[i, :n_prefix] = 1
+            own = r.prompt_ids[n_prefix:]
+            ids[i, width - len(own):] = torch.tensor(own, dtype=torch.long)
+            mask[i, width - len(own):] = 1
+        past = None
+        if prefix is not None:
+            past = copy.deepcopy(prefix)
+            past.batch_repeat_interleave(len(requests))
         eos = sorted(self.eos_ids)
         done = [False] * len(requests)
         last_logprobs: list[Any] = [None]
@@ -147,7 +211,7 @@ class TransformersModel(LocalChatModel):
             torch.manual_seed(int(head.seed))
         with torch.inference_mode():
             model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
-                           logits_processor=LogitsProcessorList([RawLogprobs()]),
+                           **({self._cache_arg(): past} if past is not None else {}), logits_processor=LogitsProcessorList([RawLogprobs()]),
                            stopping_criteria=StoppingCriteriaList([Limits()]))
         for r in requests:
             if r.finish_reason is None:

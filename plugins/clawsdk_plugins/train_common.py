@@ -37,6 +37,55 @@ def _load_model(path: str, threads: int | None) -> tuple[Any, Any]:
     return model, tok
 
 
+def activation_bytes(config: Any, rows: int, length: int) -> int:
+    """About what one optimizer step's saved activations take for `rows` sequences of `length`
+    tokens: attention weights (heads x length^2 per layer, which CPU attention keeps), the hidden
+    states, and the logits with their gradient. Measured for SmolLM2-135M at 1 x 2,500 tokens: it
+    says 9.1 GB where the process peaked at 9.6 GB with the weights and optimizer state."""
+    layers = int(getattr(config, "num_hidden_layers", 0) or 12)
+    heads = int(getattr(config, "num_attention_heads", 0) or 12)
+    hidden = int(getattr(config, "hidden_size", 0) or 768)
+    vocab = int(getattr(config, "vocab_size", 0) or 32000)
+    per_row = layers * length * (heads * length + 8 * hidden) * 4 + length * vocab * 8
+    return rows * per_row
+
+
+def free_memory() -> int:
+    """Bytes the training step may use: free GPU memory on CUDA, MemAvailable otherwise."""
+    import torch
+
+    if torch.cuda.is_available():
+        return int(torch.cuda.mem_get_info()[0])
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import os
+
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
+
+
+def plan_step(setting: Any, config: Any, rows: int, length: int, split: bool = True) -> tuple[int, bool, str]:
+    """How to run one optimizer step of `rows` sequences of up to `length` tokens: (micro-batch, activation
+    checkpointing, why). The micro-batch is the largest divisor of `rows` whose activations fit in half
+    the free memory (gradient accumulation makes up the rest, the same step), and checkpointing
+    (about 20% slower, far less memory) comes on, with `auto`, only when one micro-batch still does
+    not fit; `split=False` keeps the whole batch together. True or false decides checkpointing. Without
+    this, 4 x 2.5k-token conversations got SmolLM2-135M killed for memory on a 24 GB machine."""
+    if isinstance(setting, str) and setting.lower() != "auto":
+        setting = setting.lower() in ("1", "true", "yes", "on")
+    budget, gb = free_memory() // 2, 1 << 30
+    fits = [m for m in range(rows, 0, -1) if rows % m == 0 and activation_bytes(config, m, length) <= budget]
+    micro = (fits[0] if fits else 1) if split else rows
+    need = activation_bytes(config, micro, length)
+    what = f"{micro} x {length} tokens a micro-batch, about {need / gb:.1f} GB of activations, {budget / gb:.1f} GB allowed"
+    if isinstance(setting, bool):
+        return micro, setting, f"{'on' if setting else 'off'} as asked; {what}"
+    return micro, need > budget, f"auto; {what}"
+
+
 def _lora_config(r: int, alpha: int | None, dropout: float) -> Any:
     from peft import LoraConfig
 

@@ -6,6 +6,8 @@ torch, transformers, trl, peft (and vLLM on a GPU) are imported only when it tra
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import time
 from pathlib import Path
@@ -20,7 +22,10 @@ from clawsdk_plugins.train_common import (
     _record_checkpoint,
     _save,
     resolve_base,
+    plan_step,
 )
+
+log = logging.getLogger(__name__)
 
 
 def _policy_model(trainer: Any, **options: Any) -> Any:
@@ -62,7 +67,8 @@ class TrlGrpoTrainer:
 
     Options: model, num_generations (G), tasks_per_step, max_steps, lr, beta, temperature, sandbox,
     concurrency, max_turns, max_tokens (per model turn), turn_timeout_s, use_vllm (auto: on a GPU
-    with vllm installed), lora (+ lora_r, lora_alpha), seed, threads, agent (extra tool-loop options).
+    with vllm installed), lora (+ lora_r, lora_alpha), seed, threads, agent (extra tool-loop options),
+    checkpointing (auto: on when a step's activations would not fit in half the free memory).
     """
 
     name = "trl-grpo"
@@ -90,7 +96,7 @@ class TrlGrpoTrainer:
         threads: int | None = None,
         agent: dict | None = None,
         logging_steps: int = 1,
-        checkpointing: bool = False,
+        checkpointing: bool | str = "auto",
     ):
         if num_generations < 2:
             raise ValueError("num_generations must be at least 2: GRPO compares rollouts within a group")
@@ -269,6 +275,12 @@ class TrlGrpoTrainer:
         cuda = _device() == "cuda"
         use_vllm = self._use_vllm()
         g = o["num_generations"]
+        # a group's longest sequence: the prompt (about 3 characters a token) and every turn's completion
+        longest = max(len(json.dumps(r["prompt"])) // 3 for r in rows) + o["max_tokens"] * o["max_turns"]
+        # TRL lines a step's rows up with its groups: the batch stays whole, checkpointing saves the memory
+        _, checkpointing, why = plan_step(o["checkpointing"], model.config, g * o["tasks_per_step"], longest,
+                                          split=False)
+        log.info("trl-grpo: activation checkpointing %s (%s)", "on" if checkpointing else "off", why)
         args = GRPOConfig(
             output_dir=str(out / "trainer"),
             per_device_train_batch_size=g * o["tasks_per_step"],
@@ -288,7 +300,7 @@ class TrlGrpoTrainer:
             dataloader_num_workers=0,
             disable_tqdm=True,
             max_completion_length=o["max_tokens"] * o["max_turns"],
-            gradient_checkpointing=o["checkpointing"],
+            gradient_checkpointing=checkpointing,
         )
         prefix = run_prefix or f"grpo-{time.strftime('%Y%m%d-%H%M%S')}"
 
@@ -328,6 +340,8 @@ class TrlGrpoTrainer:
             "wall_s": round(time.perf_counter() - started, 2),
             "device": _device(),
             "vllm": use_vllm,
+            "checkpointing": checkpointing,
+            "memory_plan": why,
         }
         cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id,
                                  runs=self.runs)

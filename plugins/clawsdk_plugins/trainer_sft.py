@@ -7,6 +7,7 @@ base model that made it. torch, transformers, trl and peft are imported only whe
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
@@ -22,7 +23,10 @@ from clawsdk_plugins.train_common import (
     _record_checkpoint,
     _save,
     resolve_base,
+    plan_step,
 )
+
+log = logging.getLogger(__name__)
 
 
 class TrlSftTrainer:
@@ -31,7 +35,9 @@ class TrlSftTrainer:
     Options: model (embedded | transformers:PATH | PATH), epochs, max_steps, lr, batch_size,
     grad_accum, max_length (longer conversations are skipped, not cut), lora (with lora_r,
     lora_alpha, lora_dropout), warmup_steps, scheduler, seed, threads, tool_format (auto | clawsdk |
-    template), checkpointing (activation checkpointing: less memory, about 20% slower; default off).
+    template), checkpointing (auto, true or false). batch_size is the optimizer's batch: it runs as
+    micro-batches that fit in half the free memory, with gradient accumulation (the same step), and
+    auto checkpoints activations only when one sequence alone does not fit.
     """
 
     name = "trl-sft"
@@ -56,7 +62,7 @@ class TrlSftTrainer:
         threads: int | None = None,
         tool_format: str = "auto",
         logging_steps: int = 1,
-        checkpointing: bool = False,
+        checkpointing: bool | str = "auto",
     ):
         if batch_size < 1 or grad_accum < 1 or max_length < 16:
             raise ValueError("batch_size and grad_accum must be at least 1, max_length at least 16")
@@ -130,10 +136,14 @@ class TrlSftTrainer:
             )
         ds = datasets.Dataset.from_dict(cols)
         cuda = _device() == "cuda"
+        longest = max(len(x) for x in cols["input_ids"])
+        micro, checkpointing, why = plan_step(o["checkpointing"], model.config, o["batch_size"], longest)
+        log.info("trl-sft: batch %d as micro-batches of %d, activation checkpointing %s (%s)", o["batch_size"],
+                 micro, "on" if checkpointing else "off", why)
         args = SFTConfig(
             output_dir=str(out / "trainer"),
-            per_device_train_batch_size=o["batch_size"],
-            gradient_accumulation_steps=o["grad_accum"],
+            per_device_train_batch_size=micro,
+            gradient_accumulation_steps=o["grad_accum"] * (o["batch_size"] // micro),
             num_train_epochs=o["epochs"],
             max_steps=o["max_steps"],
             learning_rate=o["lr"],
@@ -148,7 +158,7 @@ class TrlSftTrainer:
             bf16=cuda,
             dataloader_num_workers=0,
             disable_tqdm=True,
-            gradient_checkpointing=o["checkpointing"],  # TRL turns it on; a small model trains faster without
+            gradient_checkpointing=checkpointing,
         )
         peft_config = _lora_config(o["lora_r"], o["lora_alpha"], o["lora_dropout"]) if o["lora"] else None
         trainer = SFTTrainer(
@@ -172,6 +182,9 @@ class TrlSftTrainer:
             "train_s": round(train_s, 2),
             "wall_s": round(time.perf_counter() - started, 2),
             "device": _device(),
+            "micro_batch": micro,
+            "checkpointing": checkpointing,
+            "memory_plan": why,
         }
         cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id)
         return TrainResult(checkpoint_id=cid, path=out, dataset_id=dataset_id, metrics=metrics)
