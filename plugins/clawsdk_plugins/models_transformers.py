@@ -132,7 +132,7 @@ class TransformersModel(LocalChatModel):
         """What this transformers calls the key/value cache argument (`cache` from 5.x on)."""
         import inspect
 
-        return "cache" if "cache" in inspect.signature(self.hf_model.forward).parameters else "past_key_values"
+        return "cache" if "cache" in inspect.signature(type(self.hf_model).forward).parameters else "past_key_values"
 
     def _generate(self, requests: list[Request]) -> None:
         import torch

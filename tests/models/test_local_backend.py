@@ -6,6 +6,7 @@ stops on its own: the model that runs on). The slow test runs the real embedded 
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -207,3 +208,68 @@ def test_the_backends_keep_their_registered_names_and_import_paths():
     for name in models_local.__all__:
         assert getattr(models_local, name) is not None
     assert issubclass(models_local.EmbeddedModel, models_local.LocalChatModel)
+
+
+def test_a_shared_prompt_prefix_is_encoded_once_and_changes_no_answer(tiny_checkpoint):
+    """Rollouts share the system prompt and tool list; a later turn extends an earlier prompt. The
+    cached prefix must give exactly what encoding the whole prompt gives, and must not be spoiled
+    by the generations that start from it."""
+    system = {"role": "system", "content": " ".join(f"w{i % 200}" for i in range(300))}
+    prompts = [[system, {"role": "user", "content": " ".join(f"w{j}" for j in range(i + 1))}] for i in range(5)]
+    prompts.append(prompts[4] + [{"role": "assistant", "content": "w7 w8"}, {"role": "user", "content": "w9 " * 40}])
+
+    def answers(model):
+        out = {}
+
+        async def one(i):
+            out[i] = await model.chat(prompts[i], None, max_tokens=12, timeout_s=60)
+
+        async def go():
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as tg:
+                    for i in range(len(prompts)):
+                        tg.start_soon(one, i)
+
+        anyio.run(go)
+        return [out[i] for i in range(len(prompts))]
+
+    plain = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    plain.PREFIX_MIN_TOKENS = 10**9  # never cached: every prompt encoded whole
+    cached = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    cached.load()
+    widths: list[int] = []  # tokens each generation feeds the model in its first forward (the prefill)
+    forward = cached.hf_model.forward
+
+    @functools.wraps(forward)  # generate reads forward's signature to decide what to pass
+    def spy(*a, **kw):
+        ids = kw.get("input_ids", a[0] if a else None)
+        if ids is not None and ids.shape[1] > 1:  # not a decoding step
+            widths.append(int(ids.shape[1]))
+        return forward(*a, **kw)
+
+    cached.hf_model.forward = spy
+    want = answers(plain)
+    first = answers(cached)
+    widths.clear()
+    again = answers(cached)
+    for w, a, b in zip(want, first, again):
+        assert a.completion_token_ids == w.completion_token_ids == b.completion_token_ids
+        assert a.logprobs == pytest.approx(w.logprobs, abs=1e-3) and b.logprobs == pytest.approx(w.logprobs, abs=1e-3)
+        assert a.prompt_token_ids == w.prompt_token_ids  # what is recorded is the whole prompt
+    shared = len(cached.render(prompts[0][:1], None)) - 8  # the system turn, less the template's last tokens
+    assert max(len(k) for k in cached.prefixes) >= shared
+    # once the prefix is kept, no generation prefills it again
+    assert widths and max(widths) < shared, widths
+
+
+def test_prompts_that_share_little_are_not_cached(tiny_checkpoint):
+    model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    model.load()
+    n, cache = model.prefix_cache([[5] * 40 + [6], [5] * 40 + [7]])
+    assert (n, cache) == (0, None) and not model.prefixes
+    rows = [[5] * 300 + [6, 9], [5] * 300 + [7]]
+    n, cache = model.prefix_cache(rows)
+    assert n == 300 and cache is not None and list(model.prefixes) == [tuple([5] * 300)]
+    # a longer shared run extends the kept entry rather than encoding from the start
+    n, _ = model.prefix_cache([[5] * 300 + [6] * 200 + [1], [5] * 300 + [6] * 200 + [2]])
+    assert n == 500 and len(model.prefixes) == 2
