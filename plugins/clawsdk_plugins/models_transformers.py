@@ -96,9 +96,10 @@ class TransformersModel(LocalChatModel):
     PREFIX_ENTRIES = 4
 
     def prefix_cache(self, rows: list[list[int]]) -> tuple[int, Any]:
-        """(n, cache): the key/value cache of the first n tokens every row shares, from the kept
-        ones, extended when the rows share more; (0, None) when they share too little. Every row
-        keeps at least one token to prefill. The cache returned is the kept one: copy it before use."""
+        """(n, cache): the key/value cache of the first n tokens every row shares; (0, None) when they
+        share too little. It starts from the kept entry that shares most with the rows (cut to what
+        they share), and when the rows share more, encodes the rest and keeps that as a new entry.
+        Every row keeps at least one token to prefill. The cache may be a kept one: copy it before use."""
         import torch
 
         limit = min(len(r) for r in rows) - 1
@@ -107,16 +108,23 @@ class TransformersModel(LocalChatModel):
         first = rows[0]
         shared = limit
         for r in rows[1:]:
+            shared = _common(r, first, shared)
+        n, best = 0, None
+        for key in self.prefixes:
+            m = _common(key, first, min(len(key), shared))
+            if m > n:
+                n, best = m, key
+        cache, owned = None, False
+        if best is not None and n >= self.PREFIX_MIN_TOKENS:
+            self.prefixes.move_to_end(best)
+            cache = self.prefixes[best]
+            if n < len(best):  # the entry runs on past what these rows share: a copy, cut
+                cache, owned = copy.deepcopy(cache), True
+                cache.crop(n - len(best))  # negative: drop that many from the end (every version)
+        else:
             n = 0
-            while n < shared and r[n] == first[n]:
-                n += 1
-            shared = n
-        n, cache = 0, None
-        for key in self.prefixes:  # the longest kept prefix of every row
-            if n < len(key) <= shared and tuple(first[:len(key)]) == key:
-                n, cache = len(key), self.prefixes[key]
-        if shared - n >= self.PREFIX_MIN_TOKENS:  # worth extending: encode the rest of what they share
-            grown = copy.deepcopy(cache) if cache is not None else None
+        if shared - n >= self.PREFIX_MIN_TOKENS:  # worth keeping: encode the rest of what they share
+            grown = cache if owned or cache is None else copy.deepcopy(cache)
             with torch.inference_mode():
                 out = self.hf_model(input_ids=torch.tensor([first[n:shared]], device=self.hf_model.device),
                                     use_cache=True, **{self._cache_arg(): grown})
@@ -124,8 +132,6 @@ class TransformersModel(LocalChatModel):
             self.prefixes[tuple(first[:n])] = cache
             while len(self.prefixes) > self.PREFIX_ENTRIES:
                 self.prefixes.popitem(last=False)
-        if cache is not None:
-            self.prefixes.move_to_end(tuple(first[:n]))
         return n, cache
 
     def _cache_arg(self) -> str:
@@ -218,3 +224,11 @@ class TransformersModel(LocalChatModel):
                 r.finish_reason = "length"
             if not all(math.isfinite(x) for x in r.logprobs):
                 r.logprobs = [x if math.isfinite(x) else -1e9 for x in r.logprobs]
+
+
+def _common(a: Any, b: Any, limit: int) -> int:
+    """How many leading tokens a and b share, up to limit."""
+    n = 0
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return n

@@ -235,6 +235,7 @@ def test_a_shared_prompt_prefix_is_encoded_once_and_changes_no_answer(tiny_check
 
     plain = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     plain.PREFIX_MIN_TOKENS = 10**9  # never cached: every prompt encoded whole
+    one_by_one = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=1)  # kept entries cut and grown
     cached = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     cached.load()
     widths: list[int] = []  # tokens each generation feeds the model in its first forward (the prefill)
@@ -252,8 +253,10 @@ def test_a_shared_prompt_prefix_is_encoded_once_and_changes_no_answer(tiny_check
     first = answers(cached)
     widths.clear()
     again = answers(cached)
-    for w, a, b in zip(want, first, again):
-        assert a.completion_token_ids == w.completion_token_ids == b.completion_token_ids
+    alone = answers(one_by_one)
+    assert one_by_one.prefixes  # one entry: the system turn every prompt starts with
+    for w, a, b, c in zip(want, first, again, alone):
+        assert a.completion_token_ids == w.completion_token_ids == b.completion_token_ids == c.completion_token_ids
         assert a.logprobs == pytest.approx(w.logprobs, abs=1e-3) and b.logprobs == pytest.approx(w.logprobs, abs=1e-3)
         assert a.prompt_token_ids == w.prompt_token_ids  # what is recorded is the whole prompt
     shared = len(cached.render(prompts[0][:1], None)) - 8  # the system turn, less the template's last tokens
@@ -273,3 +276,10 @@ def test_prompts_that_share_little_are_not_cached(tiny_checkpoint):
     # a longer shared run extends the kept entry rather than encoding from the start
     n, _ = model.prefix_cache([[5] * 300 + [6] * 200 + [1], [5] * 300 + [6] * 200 + [2]])
     assert n == 500 and len(model.prefixes) == 2
+    # a row that parts from the 500 entry after 400 tokens starts from a cut copy of it
+    n, cache = model.prefix_cache([[5] * 300 + [6] * 100 + [7] * 200])
+    assert n == 599 and cache.get_seq_length() == 599 and len(model.prefixes) == 3
+    assert model.prefixes[tuple([5] * 300 + [6] * 200)].get_seq_length() == 500  # the kept entry is whole
+    # little beyond a kept entry: that entry, not a new one
+    n, cache = model.prefix_cache([[5] * 300 + [8] * 50 + [9]])
+    assert n == 300 and cache.get_seq_length() == 300 and len(model.prefixes) == 3
