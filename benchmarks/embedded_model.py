@@ -1,5 +1,5 @@
-"""Embedded-model generation speed: 1 rollout, N concurrent rollouts (batched), and the same N one
-after another (the baseline, measured in the same run).
+"""Embedded-model generation speed: 1 rollout, N concurrent rollouts (batched), the same N one
+after another, and the N batched with the prompt-prefix cache off (the baselines, measured in the same run).
 
     .venv/bin/python benchmarks/embedded_model.py [--tokens 64] [--concurrency 8] [--threads 2]
 
@@ -90,24 +90,30 @@ def main() -> None:
     prompt_tokens = [len(model.render(m, tools)) for m in batch]
 
     async def run_all():
-        await timed(model, batch[:1], tools, 4, False)  # warm-up
+        # warm-up on another instruction: the system prompt is then kept, as in any run after its first call
+        await timed(model, [[batch[0][0], {"role": "user", "content": "Warm up."}]], tools, 4, False)
         single = await timed(model, batch[:1], tools, args.tokens, False)
         apart = await timed(model, batch, tools, args.tokens, False)
         sizes.clear()
         together = await timed(model, batch, tools, args.tokens, True)
-        return single, together, apart
+        kept, model.PREFIX_MIN_TOKENS = model.PREFIX_MIN_TOKENS, 10**9  # every prompt encoded whole
+        model.prefixes.clear()
+        uncached = await timed(model, batch, tools, args.tokens, True)
+        model.PREFIX_MIN_TOKENS = kept
+        return single, together, apart, uncached
 
-    (s_t, s_n), (c_t, c_n), (q_t, q_n) = anyio.run(run_all)
+    (s_t, s_n), (c_t, c_n), (q_t, q_n), (u_t, u_n) = anyio.run(run_all)
     print(f"model: {model.name}   load: {load_s:.2f} s   torch threads: {__import__('torch').get_num_threads()}")
     print(f"prompt tokens: {min(prompt_tokens)}-{max(prompt_tokens)}   max new tokens: {args.tokens}")
     print(f"{'case':<34}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
     rows = [("1 rollout", s_n, s_t), (f"{args.concurrency} concurrent rollouts (batched)", c_n, c_t),
-            (f"{args.concurrency} rollouts one after another", q_n, q_t)]
+            (f"{args.concurrency} rollouts one after another", q_n, q_t),
+            (f"{args.concurrency} batched, prefix cache off", u_n, u_t)]
     for label, n, t in rows:
         print(f"{label:<34}{n:>8}{t:>10.2f}{n / t:>10.1f}")
     print(f"batch sizes of the concurrent case: {sizes}")
     print(f"batched vs one after another: {(c_n / c_t) / (q_n / q_t):.2f}x tokens/s; "
-          f"vs 1 rollout: {(c_n / c_t) / (s_n / s_t):.2f}x")
+          f"vs 1 rollout: {(c_n / c_t) / (s_n / s_t):.2f}x; prefix cache on vs off: {u_t / c_t:.2f}x faster")
 
 
 if __name__ == "__main__":
