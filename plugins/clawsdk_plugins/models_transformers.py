@@ -1,9 +1,11 @@
 """`transformers:PATH`: a Hugging Face checkpoint on CPU or GPU, batched by the shared engine.
 
 Prompts that start alike (every rollout of a run shares the system prompt and the tool list, and
-each turn of a conversation extends the last) are not encoded again: the key/value cache of the
-longest prefix a batch shares is kept (a few entries, least recently used goes first) and each
-generation starts from a copy of it, so only what follows is prefilled.
+each turn of a conversation extends the last) are not encoded again: the key/value cache of what
+a batch's prompts share is kept (a few entries, the least recently used dropped first), and each
+generation starts from a copy of the entry that shares most with it, cut to what it shares, so only
+the rest is prefilled. The entries belong to the weights they were computed with: a model whose
+weights change in place must clear `prefixes` (the GRPO trainer does, before each step's rollouts).
 """
 
 from __future__ import annotations
@@ -215,10 +217,11 @@ class TransformersModel(LocalChatModel):
         )
         if head.seed is not None:
             torch.manual_seed(int(head.seed))
+        cached = {self._cache_arg(): past} if past is not None else {}
         with torch.inference_mode():
             model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
-                           **({self._cache_arg(): past} if past is not None else {}), logits_processor=LogitsProcessorList([RawLogprobs()]),
-                           stopping_criteria=StoppingCriteriaList([Limits()]))
+                           logits_processor=LogitsProcessorList([RawLogprobs()]),
+                           stopping_criteria=StoppingCriteriaList([Limits()]), **cached)
         for r in requests:
             if r.finish_reason is None:
                 r.finish_reason = "length"

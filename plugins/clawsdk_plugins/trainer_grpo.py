@@ -156,6 +156,8 @@ class TrlGrpoTrainer:
                     trainer, timeout_s=o["turn_timeout_s"], max_batch=max(8, len(prompts))
                 )
             policy = policy_holder["policy"]
+            # the weights moved since the last step: prompt caches kept with the old ones are stale
+            getattr(policy, "prefixes", {}).clear()
             slots: list[tuple[str, int]] = []
             seen: dict[str, int] = {}
             for x in inputs:
