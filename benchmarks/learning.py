@@ -152,7 +152,7 @@ class Experiment:
 
         a = self.args
         trainer = TrlSftTrainer(base, epochs=a.epochs, max_steps=a.sft_max_steps, lr=a.lr, batch_size=a.batch_size,
-                                max_length=a.max_length, threads=a.threads, logging_steps=1 if a.tiny else 5,
+                                max_length=a.max_length, threads=a.threads, logging_steps=1,
                                 scheduler="linear",
                                 warmup_steps=min(5, max(0, a.sft_max_steps - 1)) if a.sft_max_steps > 0 else 5)
         result = self.timed(f"train {folder}", trainer.train, dataset_id, ckpt, db=self.db)
