@@ -1,0 +1,53 @@
+"""benchmarks/learning.py, the learning experiment, end to end on its --tiny settings (a tiny random model
+built offline): a part of the table (one split, three conditions) and its refusals. Its numbers mean
+nothing; what is checked is that the documented command runs and reports what it ran."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("trl")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "learning.py"
+
+
+def learning(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_part_of_the_table_runs_and_reports_only_that_part(tmp_path):
+    out = tmp_path / "learn"
+    done = learning("--tiny", "--threads", "1", "--out", str(out), "--splits", "unseen_templates",
+                    "--conditions", "lookup,base,sft")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| unseen_templates |")]
+    assert [r.split("|")[2].strip() for r in rows] == ["lookup", "base", "sft"]
+    assert "sft - base" in done.stdout and "sft - lookup" in done.stdout and "format" not in done.stdout.split(
+        "evaluation:")[1]
+    result = json.loads((out / "result.json").read_text())
+    assert list(result["table"]) == ["unseen_templates"]
+    assert set(result["table"]["unseen_templates"]) == {"lookup", "base", "sft"}
+    cell = result["table"]["unseen_templates"]["sft"]
+    assert cell["n"] == 2 and len(cell["per_task"]) == 2 and 0 <= cell["pass_ci"][0] <= cell["pass_ci"][1] <= 1
+    assert result["sft"]["steps"] == 2 and result["sft"]["micro_batch"] == 1 and result["format"] is None
+    # a second run resumes: the checkpoint is reused and every rollout comes from the store
+    again = learning("--tiny", "--threads", "1", "--out", str(out), "--splits", "unseen_templates",
+                     "--conditions", "lookup,base,sft")
+    assert again.returncode == 0 and "sft: reusing" in again.stdout
+    assert [r for r in again.stdout.splitlines() if r.startswith("| unseen_templates |")] == rows
+
+
+def test_an_unknown_split_or_condition_is_refused_in_one_line(tmp_path):
+    for args in (["--splits", "unseen_tmpl"], ["--conditions", "base,sft,rlhf"]):
+        done = learning("--tiny", "--out", str(tmp_path / "x"), *args, timeout=120)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.strip().count("\n") == 0 and ("unseen_tmpl" in done.stderr or "rlhf" in done.stderr)
