@@ -251,7 +251,10 @@ def main() -> int:
     p.add_argument("--max-turns", type=int, default=8)
     p.add_argument("--max-tokens", type=int, default=512, help="completion tokens per model turn")
     p.add_argument("--turn-timeout-s", type=float, default=900.0, help="wall clock per model turn")
-    p.add_argument("--task-timeout-s", type=float, default=1800.0, help="wall clock per rollout (a CPU model is slow)")
+    p.add_argument("--task-timeout-s", type=float, default=None,
+                   help="wall clock per rollout; default max-turns x turn-timeout-s + 10 min, so that on a slow "
+                        "machine the turn limit ends a rollout, not the clock (1,800 s cut every rollout of a "
+                        "16-at-a-time CPU run after 4-5 of its 8 turns)")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--out", default="/tmp/clawsdk-learning")
@@ -273,6 +276,8 @@ def main() -> int:
         args.lr, args.grpo_lr, args.turn_timeout_s, args.task_timeout_s = 1e-3, 1e-4, 120.0, 300.0
         args.concurrency, args.batch_size, args.max_length = 2, 1, 8192  # its byte-level tokens: longer sequences
 
+    if args.task_timeout_s is None:
+        args.task_timeout_s = args.max_turns * args.turn_timeout_s + 600.0
     started = time.perf_counter()
     exp = Experiment(args)
     if args.tiny and args.base == "embedded":
@@ -297,7 +302,8 @@ def main() -> int:
     print(f"train: {len(train)} tasks of {len(s.train_templates)} templates ({args.train_families}); held out "
           f"per split: {', '.join(f'{k} {len(v)}' for k, v in held.items())} ({len(s.heldout_templates)} held-out "
           f"templates; candidates dropped as too close to training: {s.dropped}); format control: "
-          f"{len(fmt_tasks)} tasks of {args.format_families}; base {args.base}; store {exp.db}")
+          f"{len(fmt_tasks)} tasks of {args.format_families}; base {args.base}; up to {args.max_turns} turns "
+          f"and {args.task_timeout_s:.0f} s a rollout; store {exp.db}")
 
     print("training:")
     sft_ckpt = fmt_ckpt = grpo_ckpt = ""
