@@ -21,8 +21,8 @@ from clawsdk_plugins.train_common import (
     _lora_config,
     _record_checkpoint,
     _save,
-    resolve_base,
     plan_step,
+    resolve_base,
 )
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from clawsdk_plugins.train_common import (
     _losses,
     _record_checkpoint,
     _save,
-    resolve_base,
     plan_step,
+    resolve_base,
 )
 
 log = logging.getLogger(__name__)
