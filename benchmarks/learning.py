@@ -1,6 +1,7 @@
 """The learning experiment: does training on clawsdk trajectories generalize, or only recall?
 
     .venv/bin/python benchmarks/learning.py [--tiny] [--out /tmp/clawsdk-learning] [--threads 2] ...
+    .venv/bin/python benchmarks/learning.py --splits unseen_templates --conditions lookup,base,sft,format  # a part
 
 Splits (`clawsdk.synth.splits.make_splits`, seed --seed, level --level): training tasks of some
 templates of --train-families; held out, with no hash, literal solution or near-duplicate shared
