@@ -52,6 +52,23 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 MESSAGES = [{"role": "system", "content": "w1 w2"}, {"role": "user", "content": "hello world"}]
 
 
+def answer_all(model, prompts: list, limit_s: float = 120) -> list:
+    """Every prompt's greedy answer (12 tokens at most), all asked at once so that they batch."""
+    out: dict = {}
+
+    async def one(i):
+        out[i] = await model.chat(prompts[i], None, max_tokens=12, timeout_s=60)
+
+    async def go():
+        with anyio.fail_after(limit_s):
+            async with anyio.create_task_group() as tg:
+                for i in range(len(prompts)):
+                    tg.start_soon(one, i)
+
+    anyio.run(go)
+    return [out[i] for i in range(len(prompts))]
+
+
 def test_a_model_that_runs_on_is_cut_by_the_wall_clock(tiny_checkpoint):
     model = TransformersModel(str(tiny_checkpoint), threads=1)
 
@@ -79,18 +96,7 @@ def test_concurrent_requests_are_batched_and_logprobs_match_the_model(tiny_check
     generate = model._generate
     model._generate = lambda reqs: (batches.append(len(reqs)), generate(reqs))[1]
     prompts = [[{"role": "user", "content": " ".join(f"w{j}" for j in range(i + 1))}] for i in range(6)]
-    out = {}
-
-    async def one(i):
-        out[i] = await model.chat(prompts[i], None, max_tokens=12, timeout_s=60)
-
-    async def go():
-        with anyio.fail_after(60):
-            async with anyio.create_task_group() as tg:
-                for i in range(6):
-                    tg.start_soon(one, i)
-
-    anyio.run(go)
+    out = answer_all(model, prompts, limit_s=60)
     assert sum(batches) == 6 and max(batches) > 1
     # batched, left-padded greedy generation gives what the model gives one prompt alone
     alone = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=1)
@@ -219,19 +225,7 @@ def test_a_shared_prompt_prefix_is_encoded_once_and_changes_no_answer(tiny_check
     prompts.append(prompts[4] + [{"role": "assistant", "content": "w7 w8"}, {"role": "user", "content": "w9 " * 40}])
 
     def answers(model):
-        out = {}
-
-        async def one(i):
-            out[i] = await model.chat(prompts[i], None, max_tokens=12, timeout_s=60)
-
-        async def go():
-            with anyio.fail_after(120):
-                async with anyio.create_task_group() as tg:
-                    for i in range(len(prompts)):
-                        tg.start_soon(one, i)
-
-        anyio.run(go)
-        return [out[i] for i in range(len(prompts))]
+        return answer_all(model, prompts)
 
     plain = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     plain.PREFIX_MIN_TOKENS = 10**9  # never cached: every prompt encoded whole
