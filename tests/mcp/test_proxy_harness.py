@@ -16,6 +16,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
 from tests.conftest import make_task
+from tests.asgi import request_body
 from tests.mcp.serve_proc import CLAWSDK, require_bwrap
 
 
@@ -33,18 +34,9 @@ class ScriptedUpstream:
         self.requests: list[tuple[dict, dict]] = []
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                await send({"type": msg["type"] + ".complete"})
-                if msg["type"] == "lifespan.shutdown":
-                    return
-        body = b""
-        while True:
-            msg = await receive()
-            body += msg.get("body", b"")
-            if not msg.get("more_body"):
-                break
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return
         req = json.loads(body)
         self.requests.append(({k.decode(): v.decode() for k, v in scope["headers"]}, req))
         message = self.messages.pop(0)

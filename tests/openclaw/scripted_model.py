@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.asgi import request_body
+
 
 def tool_call(i: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": None, "tool_calls": [
@@ -27,18 +29,9 @@ class PlannedModel:
         self.requests: list[dict[str, Any]] = []
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                await send({"type": msg["type"] + ".complete"})
-                if msg["type"] == "lifespan.shutdown":
-                    return
-        body = b""
-        while True:
-            msg = await receive()
-            body += msg.get("body", b"")
-            if not msg.get("more_body"):
-                break
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return
         if scope["method"] == "GET":
             return await self._send(send, 200, "application/json", json.dumps({"data": [{"id": "planned"}]}))
         req = json.loads(body)

@@ -12,6 +12,7 @@ import pytest
 
 from clawsdk.mcp.proxy import ModelProxy, serving
 from clawsdk.runtime.recorder import Recorder
+from tests.asgi import request_body
 
 HI = [{"role": "user", "content": "hi"}]
 GOOD = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
@@ -25,14 +26,9 @@ class Upstream:
         self.body, self.sse, self.calls = body, sse or [], 0
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                await send({"type": msg["type"] + ".complete"})
-                if msg["type"] == "lifespan.shutdown":
-                    return
-        while (await receive()).get("more_body"):
-            pass
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return
         self.calls += 1
         streamed = bool(self.sse)
         await send({"type": "http.response.start", "status": 200, "headers": [
