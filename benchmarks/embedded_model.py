@@ -1,10 +1,13 @@
-"""Embedded-model generation speed: 1 rollout, N concurrent rollouts (batched), the same N one
-after another, and the N batched with the prompt-prefix cache off (the baselines, measured in the same run).
+"""Embedded-model generation speed, against baselines measured in the same run.
 
     .venv/bin/python benchmarks/embedded_model.py [--tokens 64] [--concurrency 8] [--threads 2]
 
-Each "rollout" is the first model turn of the tool-loop agent on one example task: the real
-system prompt with the core tools, and the task's instruction. Prints tokens/s and ratios.
+Each "rollout" is the tool-loop agent's first model turn on one example task (the real system
+prompt with the core tools, and the task's instruction), then its second turn: the first answer and
+a tool result of about 250 tokens appended. Cases: 1 rollout; N one after another; N concurrent
+(batched); the same with nothing kept between generations (every prompt encoded whole); and the
+first turn with the decoding cache grown by concatenation (transformers' DynamicLayer, what the
+backend did before). Prints tokens/s and ratios.
 """
 
 from __future__ import annotations
@@ -89,31 +92,77 @@ def main() -> None:
     model._generate = lambda reqs: (sizes.append(len(reqs)), generate(reqs))[1]
     prompt_tokens = [len(model.render(m, tools)) for m in batch]
 
-    async def run_all():
-        # warm-up on another instruction: the system prompt is then kept, as in any run after its first call
+    from transformers.cache_utils import DynamicLayer
+
+    from clawsdk_plugins import models_transformers
+
+    listing = "\n".join(f"-rw-r--r-- 1 agent agent {100 + 37 * i:>6} notes/file_{i:03d}.md" for i in range(20))
+
+    def second_turns(first: list) -> list[list[dict]]:
+        return [m + [r.message, {"role": "tool", "tool_call_id": "call_1", "content": listing}]
+                for m, r in zip(batch, first)]
+
+    async def answers(msgs: list[list[dict]]) -> list:
+        out: dict = {}
+
+        async def one(i):
+            out[i] = await model.chat(msgs[i], tools, max_tokens=args.tokens, temperature=0.0, timeout_s=600)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(msgs)):
+                tg.start_soon(one, i)
+        return [out[i] for i in range(len(msgs))]
+
+    async def warm_up():
+        # on another instruction, from nothing kept: the system prompt is then kept, as in any run after its
+        # first call, and nothing else
+        model.prefixes.clear()
         await timed(model, [[batch[0][0], {"role": "user", "content": "Warm up."}]], tools, 4, False)
-        single = await timed(model, batch[:1], tools, args.tokens, False)
-        apart = await timed(model, batch, tools, args.tokens, False)
+
+    async def run_all():
+        rows = {}
+        await warm_up()
+        rows["1 rollout"] = await timed(model, batch[:1], tools, args.tokens, False)
+        await warm_up()
+        rows["one after another"] = await timed(model, batch, tools, args.tokens, False)
+        await warm_up()
         sizes.clear()
-        together = await timed(model, batch, tools, args.tokens, True)
+        started = time.perf_counter()
+        first = await answers(batch)
+        rows["batched"] = (time.perf_counter() - started, sum(r.usage["completion_tokens"] for r in first))
+        rows["batched, 2nd turn"] = await timed(model, second_turns(first), tools, args.tokens, True)
         kept, model.PREFIX_MIN_TOKENS = model.PREFIX_MIN_TOKENS, 10**9  # every prompt encoded whole
         model.prefixes.clear()
-        uncached = await timed(model, batch, tools, args.tokens, True)
+        rows["batched, nothing kept"] = await timed(model, batch, tools, args.tokens, True)
+        rows["batched, 2nd turn, nothing kept"] = await timed(model, second_turns(first), tools, args.tokens, True)
         model.PREFIX_MIN_TOKENS = kept
-        return single, together, apart, uncached
+        await warm_up()
+        models_transformers._GROWING[:] = [DynamicLayer]  # decoding concatenates, as transformers does
+        try:
+            rows["batched, concatenating cache"] = await timed(model, batch, tools, args.tokens, True)
+        finally:
+            models_transformers._GROWING.clear()
+        return rows
 
-    (s_t, s_n), (c_t, c_n), (q_t, q_n), (u_t, u_n) = anyio.run(run_all)
+    rows = anyio.run(run_all)
     print(f"model: {model.name}   load: {load_s:.2f} s   torch threads: {__import__('torch').get_num_threads()}")
-    print(f"prompt tokens: {min(prompt_tokens)}-{max(prompt_tokens)}   max new tokens: {args.tokens}")
-    print(f"{'case':<34}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
-    rows = [("1 rollout", s_n, s_t), (f"{args.concurrency} concurrent rollouts (batched)", c_n, c_t),
-            (f"{args.concurrency} rollouts one after another", q_n, q_t),
-            (f"{args.concurrency} batched, prefix cache off", u_n, u_t)]
-    for label, n, t in rows:
-        print(f"{label:<34}{n:>8}{t:>10.2f}{n / t:>10.1f}")
-    print(f"batch sizes of the concurrent case: {sizes}")
-    print(f"batched vs one after another: {(c_n / c_t) / (q_n / q_t):.2f}x tokens/s; "
-          f"vs 1 rollout: {(c_n / c_t) / (s_n / s_t):.2f}x; prefix cache on vs off: {u_t / c_t:.2f}x faster")
+    print(f"prompt tokens: {min(prompt_tokens)}-{max(prompt_tokens)}   max new tokens: {args.tokens}   "
+          f"rollouts: {args.concurrency}")
+    print(f"{'case':<40}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
+    for label, (t, n) in rows.items():
+        print(f"{label:<40}{n:>8}{t:>10.2f}{n / t:>10.1f}")
+    print(f"batch sizes: {sizes}")
+
+    def rate(label):
+        t, n = rows[label]
+        return n / t
+
+    print(f"batched vs one after another: {rate('batched') / rate('one after another'):.2f}x tokens/s; "
+          f"vs 1 rollout: {rate('batched') / rate('1 rollout'):.2f}x")
+    print(f"kept caches vs nothing kept: first turn {rows['batched, nothing kept'][0] / rows['batched'][0]:.2f}x "
+          f"faster, second turn {rows['batched, 2nd turn, nothing kept'][0] / rows['batched, 2nd turn'][0]:.2f}x; "
+          f"room kept ahead vs concatenating: "
+          f"{rows['batched, concatenating cache'][0] / rows['batched'][0]:.2f}x faster")
 
 
 if __name__ == "__main__":

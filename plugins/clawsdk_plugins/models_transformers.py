@@ -1,16 +1,17 @@
 """`transformers:PATH`: a Hugging Face checkpoint on CPU or GPU, batched by the shared engine.
 
-Prompts that start alike (every rollout of a run shares the system prompt and the tool list, and
-each turn of a conversation extends the last) are not encoded again: the key/value cache of what
-a batch's prompts share is kept (a few entries, the least recently used dropped first), and each
-generation starts from a copy of the entry that shares most with it, cut to what it shares, so only
-the rest is prefilled. The entries belong to the weights they were computed with: a model whose
-weights change in place must clear `prefixes` (the GRPO trainer does, before each step's rollouts).
+What a prompt shares with an earlier one is not encoded again. Every rollout of a run starts with the
+same system prompt and tool list, and each turn of a conversation extends the last one with a tool
+result. So the key/value cache of each sequence the model has seen (a prompt; a prompt and its answer)
+is kept, the least recently used dropped past PREFIX_BYTES. A generation encodes each row's prompt
+from the kept entry that shares most with it, then decodes the rows together, each from its own
+cache. Decoding writes into room kept ahead rather than concatenating (`_growing_layer`). The entries
+belong to the weights they were computed with: a model whose weights change in place must clear
+`prefixes` (the GRPO trainer does, before each step's rollouts).
 """
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 import time
@@ -55,7 +56,7 @@ class TransformersModel(LocalChatModel):
         self.threads = threads
         self.hf_model: Any = None
         self.eos_ids: set[int] = set()
-        #: prompt prefix (token ids) -> its key/value cache at batch size 1; see prefix_cache()
+        #: token ids -> their key/value cache, per layer at batch size 1; see prefill()
         self.prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     def _load(self) -> None:
@@ -93,140 +94,249 @@ class TransformersModel(LocalChatModel):
         if self.context_window is None:
             self.context_window = int(getattr(cfg, "max_position_embeddings", 0) or 4096)
 
-    #: a shared prefix shorter than this is encoded with the rest; at most this many are kept
+    #: a kept prompt prefix shorter than this is encoded again; kept entries hold at most this many bytes
     PREFIX_MIN_TOKENS = 128
-    PREFIX_ENTRIES = 4
+    PREFIX_BYTES = 4 << 30
 
-    def prefix_cache(self, rows: list[list[int]]) -> tuple[int, Any]:
-        """(n, cache): the key/value cache of the first n tokens every row shares; (0, None) when they
-        share too little. It starts from the kept entry that shares most with the rows (cut to what
-        they share), and when the rows share more, encodes the rest and keeps that as a new entry.
-        Every row keeps at least one token to prefill. The cache may be a kept one: copy it before use."""
-        import torch
+    def _reusable(self) -> bool:
+        """Whether every layer's cache is a plain key/value cache (no sliding window, no shared or linear
+        layers): only then can one row's cache be cut, kept and put beside another's."""
+        if not hasattr(self, "_plain_layers"):
+            from transformers import DynamicCache
+            from transformers.cache_utils import DynamicLayer
 
-        limit = min(len(r) for r in rows) - 1
-        if limit < self.PREFIX_MIN_TOKENS:
-            return 0, None
-        first = rows[0]
-        shared = limit
-        for r in rows[1:]:
-            shared = _common(r, first, shared)
+            layers = DynamicCache(config=self.hf_model.config).layers
+            self._plain_layers = bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+            self._n_layers = len(layers)
+        return self._plain_layers
+
+    def _cache(self, rows: list[tuple[int, Any]], width: int, room: int) -> Any:
+        """A cache for len(rows) sequences: row i holds the first n tokens of its kept entry, left-aligned
+        in `width` columns (the rest masked off), with room for `room` more tokens before it grows."""
+        from transformers import Cache
+
+        self._reusable()  # counts the layers
+        cache = Cache(layers=[_growing_layer()() for _ in range(self._n_layers)])
+        if width == 0:
+            return cache
+        some = next(entry for n, entry in rows if n)
+        for li, layer in enumerate(cache.layers):
+            k0, v0 = some[li]
+            keys = k0.new_zeros((len(rows), k0.shape[1], width + room, k0.shape[3]))
+            values = v0.new_zeros((len(rows), v0.shape[1], width + room, v0.shape[3]))
+            for i, (n, entry) in enumerate(rows):
+                if n:
+                    keys[i, :, :n] = entry[li][0][0, :, :n]
+                    values[i, :, :n] = entry[li][1][0, :, :n]
+            layer.lazy_initialization(keys, values)
+            layer.room = (keys, values)
+            layer.keys, layer.values = keys[:, :, :width], values[:, :, :width]
+        return cache
+
+    def _nearest(self, row: list[int]) -> tuple[int, Any]:
+        """(n, entry): the kept entry that shares most with row, and how many tokens it shares (at most
+        all but the row's last); (0, None) when none shares PREFIX_MIN_TOKENS."""
         n, best = 0, None
+        limit = len(row) - 1
         for key in self.prefixes:
-            m = _common(key, first, min(len(key), shared))
+            m = _common(key, row, min(len(key), limit))
             if m > n:
                 n, best = m, key
-        cache, owned = None, False
-        if best is not None and n >= self.PREFIX_MIN_TOKENS:
-            self.prefixes.move_to_end(best)
-            cache = self.prefixes[best]
-            if n < len(best):  # the entry runs on past what these rows share: a copy, cut
-                cache, owned = copy.deepcopy(cache), True
-                cache.crop(n - len(best))  # negative: drop that many from the end (every version)
-        else:
-            n = 0
-        if shared - n >= self.PREFIX_MIN_TOKENS:  # worth keeping: encode the rest of what they share
-            grown = cache if owned or cache is None else copy.deepcopy(cache)
-            with torch.inference_mode():
-                out = self.hf_model(input_ids=torch.tensor([first[n:shared]], device=self.hf_model.device),
-                                    use_cache=True, **{self._cache_arg(): grown})
-            n, cache = shared, out.get("cache", out.get("past_key_values"))
-            self.prefixes[tuple(first[:n])] = cache
-            while len(self.prefixes) > self.PREFIX_ENTRIES:
-                self.prefixes.popitem(last=False)
-        return n, cache
+        if best is None or n < self.PREFIX_MIN_TOKENS:
+            return 0, None
+        self.prefixes.move_to_end(best)
+        return n, self.prefixes[best]
 
-    def _cache_arg(self) -> str:
-        """What this transformers calls the key/value cache argument (`cache` from 5.x on)."""
+    def _keep(self, tokens: tuple[int, ...], entry: Any) -> None:
+        """Keep a sequence's key/value cache (per layer, batch size 1): entries it extends are dropped
+        (it serves whatever they served), then the least recently used past PREFIX_BYTES."""
+        if len(tokens) < self.PREFIX_MIN_TOKENS:
+            return
+        for key in [k for k in self.prefixes if len(k) <= len(tokens) and tokens[:len(k)] == k]:
+            del self.prefixes[key]
+        self.prefixes[tokens] = entry
+        size = sum(_nbytes(e) for e in self.prefixes.values())
+        while len(self.prefixes) > 1 and size > self.PREFIX_BYTES:
+            size -= _nbytes(self.prefixes.popitem(last=False)[1])
+
+    def prefill(self, row: list[int]) -> tuple[int, Any]:
+        """(n, entry): the key/value cache of all but the row's last token (n of them), per layer at batch
+        size 1. It starts from the kept entry that shares most with the row and encodes only the rest;
+        the result is kept for the rows (and the next turns) that start alike."""
+        import torch
+
+        n, entry = self._nearest(row)
+        todo = row[n:-1]
+        if not todo:
+            return n, entry
+        cache = self._cache([(n, entry)], n, len(todo)) if n else self._cache([(0, None)], 0, 0)
+        with torch.inference_mode():
+            self._forward(torch.tensor([todo]), cache)
+        entry = [(layer.keys, layer.values) for layer in cache.layers]
+        self._keep(tuple(row[:-1]), entry)
+        return len(row) - 1, entry
+
+    def _keep_row(self, r: Request, n: int, cache: Any, b: int, width: int) -> None:
+        """Keep what row b of the decoding cache was fed (its prompt, then its answer but the last token):
+        the conversation's next turn starts with it. Its n cached tokens are left-aligned; its last
+        prompt token and its answer start at column `width`."""
+        import torch
+
+        fed = len(r.token_ids) - 1
+        tokens = tuple(r.prompt_ids) + tuple(r.token_ids[:fed])
+        if fed < 0 or len(tokens) < self.PREFIX_MIN_TOKENS:
+            return
+        cols = torch.cat([torch.arange(n), torch.arange(width, width + fed + 1)]).to(self.hf_model.device)
+        self._keep(tokens, [(layer.keys[b:b + 1].index_select(2, cols), layer.values[b:b + 1].index_select(2, cols))
+                            for layer in cache.layers])
+
+    def _forward(self, ids: Any, cache: Any, **kwargs: Any) -> Any:
+        """The model on `ids` after what `cache` holds, which it extends; the logits of the last position
+        only (where the model can say so: a prompt's logits for every position would take gigabytes)."""
         import inspect
 
-        return "cache" if "cache" in inspect.signature(type(self.hf_model).forward).parameters else "past_key_values"
+        if not hasattr(self, "_forward_args"):
+            params = inspect.signature(type(self.hf_model).forward).parameters
+            self._forward_args = ("cache" if "cache" in params else "past_key_values",  # `cache` from 5.x on
+                                  "logits_to_keep" in params)
+        name, keep = self._forward_args
+        if keep:
+            kwargs["logits_to_keep"] = 1
+        return self.hf_model(input_ids=ids.to(self.hf_model.device), use_cache=True, **{name: cache}, **kwargs)
 
     def _generate(self, requests: list[Request]) -> None:
         import torch
-        from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList, StoppingCriteria, \
-            StoppingCriteriaList
 
         model, tok = self.hf_model, self.tokenizer
         device = model.device
         pad = tok.pad_token_id if tok.pad_token_id is not None else min(self.eos_ids, default=0)
-        n_prefix, prefix = self.prefix_cache([r.prompt_ids for r in requests])
-        rest = max(len(r.prompt_ids) - n_prefix for r in requests)
-        width = n_prefix + rest
-        ids = torch.full((len(requests), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(requests), width), dtype=torch.long)
-        for i, r in enumerate(requests):
-            # the shared prefix, then padding, then the row's own tokens: every row ends at the same
-            # column, and positions (from the mask) run on from the prefix as if unpadded
-            ids[i, :n_prefix] = torch.tensor(r.prompt_ids[:n_prefix], dtype=torch.long)
-            mask[i, :n_prefix] = 1
-            own = r.prompt_ids[n_prefix:]
-            ids[i, width - len(own):] = torch.tensor(own, dtype=torch.long)
-            mask[i, width - len(own):] = 1
-        past = None
-        if prefix is not None:
-            past = copy.deepcopy(prefix)
-            past.batch_repeat_interleave(len(requests))
-        eos = sorted(self.eos_ids)
-        done = [False] * len(requests)
-        last_logprobs: list[Any] = [None]
+        reuse = self._reusable()
+        if reuse:
+            # each row's prompt but its last token is encoded alone, from the kept entry that shares most
+            # with it (the system prompt and tool list; the conversation's earlier turns); the rows then
+            # decode side by side, each from its own cache: row i's n_i cached tokens left-aligned in
+            # `width` columns, the rest masked off, then its last prompt token
+            starts = [self.prefill(r.prompt_ids) for r in requests]
+            width = max(n for n, _ in starts)
+            mask = torch.zeros((len(requests), width + 1), dtype=torch.long)
+            for i, (n, _) in enumerate(starts):
+                mask[i, :n] = 1
+            mask[:, width] = 1
+            # room for the answers ahead (at most 512 tokens: past that it grows, as long answers are rare)
+            cache = self._cache(starts, width, 1 + min(512, max(r.max_new_tokens for r in requests)))
+            feed = torch.tensor([[r.prompt_ids[-1]] for r in requests], dtype=torch.long)
+        else:  # a model whose caches cannot be put side by side: left-padded prompts, encoded together
+            from transformers import DynamicCache
 
-        class RawLogprobs(LogitsProcessor):
-            # the first processor sees the raw logits: logprobs under the model, not the sampler
-            def __call__(self, input_ids: Any, scores: Any) -> Any:
-                last_logprobs[0] = torch.log_softmax(scores.float(), dim=-1)
-                return scores
-
-        class Limits(StoppingCriteria):
-            def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-                now = time.monotonic()
-                step = input_ids.shape[1] - width
-                new = input_ids[:, -1].tolist()
-                lp = last_logprobs[0]
-                picked = lp.gather(1, input_ids[:, -1:].to(lp.device)).squeeze(1).tolist() if lp is not None else None
-                out = []
-                for i, r in enumerate(requests):
-                    if not done[i]:
-                        r.token_ids.append(new[i])
-                        if picked is not None:
-                            r.logprobs.append(float(picked[i]))
-                        reason = None
-                        if new[i] in self_eos:
-                            reason = "stop"
-                        elif r.stop and any(s in tok.decode(r.token_ids[-24:]) for s in r.stop):
-                            reason = "stop"
-                        elif step >= r.max_new_tokens:
-                            reason = "length"
-                        elif r.cancelled:
-                            reason = "cancelled"
-                        elif now > r.deadline:
-                            reason = "timeout"
-                        if reason:
-                            done[i] = True
-                            r.finish_reason = reason
-                    out.append(done[i])
-                return torch.tensor(out, dtype=torch.bool, device=input_ids.device)
-
-        self_eos = set(eos)
+            starts, width = [], max(len(r.prompt_ids) for r in requests)
+            feed = torch.full((len(requests), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(requests), width), dtype=torch.long)
+            for i, r in enumerate(requests):
+                feed[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
+                mask[i, width - len(r.prompt_ids):] = 1
+            cache = DynamicCache(config=model.config)
+        # positions from the mask: each row runs on from its own tokens, as if unpadded
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -feed.shape[1]:]
         head = requests[0]
-        sample = head.temperature > 0
-        config = GenerationConfig(
-            max_new_tokens=max(r.max_new_tokens for r in requests), do_sample=sample,
-            temperature=head.temperature if sample else None, top_p=head.top_p if sample else None,
-            top_k=None, pad_token_id=pad, eos_token_id=eos or None,
-        )
+        generator = None
         if head.seed is not None:
-            torch.manual_seed(int(head.seed))
-        cached = {self._cache_arg(): past} if past is not None else {}
+            generator = torch.Generator(device=device).manual_seed(int(head.seed))
+        rows = list(range(len(requests)))  # the batch's rows -> their requests: a row that ends leaves
         with torch.inference_mode():
-            model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
-                           logits_processor=LogitsProcessorList([RawLogprobs()]),
-                           stopping_criteria=StoppingCriteriaList([Limits()]), **cached)
-        for r in requests:
-            if r.finish_reason is None:
-                r.finish_reason = "length"
-            if not all(math.isfinite(x) for x in r.logprobs):
-                r.logprobs = [x if math.isfinite(x) else -1e9 for x in r.logprobs]
+            while rows:
+                out = self._forward(feed, cache, attention_mask=mask.to(device), position_ids=positions.to(device))
+                logits = out.logits[:, -1].float()
+                picked = _pick(logits, head.temperature, head.top_p, generator)
+                logprobs = torch.log_softmax(logits, dim=-1).gather(1, picked[:, None]).squeeze(1).tolist()
+                new = picked.tolist()
+                now = time.monotonic()
+                stay = []
+                for b, i in enumerate(rows):
+                    r = requests[i]
+                    r.token_ids.append(new[b])
+                    r.logprobs.append(logprobs[b] if math.isfinite(logprobs[b]) else -1e9)
+                    if new[b] in self.eos_ids:
+                        r.finish_reason = "stop"
+                    elif r.stop and any(s in tok.decode(r.token_ids[-24:]) for s in r.stop):
+                        r.finish_reason = "stop"
+                    elif len(r.token_ids) >= r.max_new_tokens:
+                        r.finish_reason = "length"
+                    elif r.cancelled:
+                        r.finish_reason = "cancelled"
+                    elif now > r.deadline:
+                        r.finish_reason = "timeout"
+                    if r.finish_reason is None:
+                        stay.append(b)
+                    elif reuse:
+                        self._keep_row(r, starts[i][0], cache, b, width)
+                if len(stay) < len(rows):  # the others decode on without it: each step costs less
+                    if not stay:
+                        break
+                    keep = torch.tensor(stay, dtype=torch.long)
+                    cache.batch_select_indices(keep.to(device))
+                    mask, positions, picked = mask[keep], positions[keep], picked[keep.to(picked.device)]
+                    rows = [rows[b] for b in stay]
+                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long)], dim=1)
+                positions = positions[:, -1:] + 1
+                feed = picked[:, None].cpu()
+
+
+def _pick(logits: Any, temperature: float, top_p: float | None, generator: Any) -> Any:
+    """The next token of each row: the most likely at temperature 0, else sampled at `temperature`
+    from the smallest set of tokens whose probability reaches `top_p`."""
+    import torch
+
+    if temperature <= 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    if top_p is not None and top_p < 1.0:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        beyond = sorted_probs.cumsum(dim=-1) - sorted_probs > top_p  # the first token always stays
+        sorted_probs[beyond] = 0.0
+        probs = torch.zeros_like(probs).scatter_(-1, order, sorted_probs)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+
+
+_GROWING: list[Any] = []
+
+
+def _growing_layer() -> Any:
+    """A transformers DynamicLayer that writes each step's keys and values into room it keeps ahead
+    instead of concatenating: a decoding step copies one token per row, not the whole cache (which,
+    at 16 rows of 2.5k tokens, made a SmolLM2-135M step 3x slower)."""
+    if not _GROWING:
+        from transformers.cache_utils import DynamicLayer
+
+        class GrowingLayer(DynamicLayer):
+            room: tuple[Any, Any] | None = None
+
+            def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+                if not self.is_initialized:
+                    self.lazy_initialization(key_states, value_states)
+                n, add = self.get_seq_length(), key_states.shape[-2]
+                room = self.room
+                if (room is None or n + add > room[0].shape[-2] or room[0].shape[:2] != key_states.shape[:2]
+                        or (n and self.keys.data_ptr() != room[0].data_ptr())):
+                    # no room kept (a first update: exactly what it brings), too little, or the cache was
+                    # replaced (batch_select_indices): a new buffer, half as big again as what it holds
+                    size = n + add + (max(256, (n + add) // 2) if room is not None else 0)
+                    keys = key_states.new_empty((*key_states.shape[:2], size, key_states.shape[3]))
+                    values = value_states.new_empty((*value_states.shape[:2], size, value_states.shape[3]))
+                    if n:
+                        keys[:, :, :n] = self.keys
+                        values[:, :, :n] = self.values
+                    self.room = room = (keys, values)
+                room[0][:, :, n:n + add] = key_states
+                room[1][:, :, n:n + add] = value_states
+                self.keys, self.values = room[0][:, :, :n + add], room[1][:, :, :n + add]
+                return self.keys, self.values
+
+        _GROWING.append(GrowingLayer)
+    return _GROWING[0]
+
+
+def _nbytes(entry: Any) -> int:
+    return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in entry)
 
 
 def _common(a: Any, b: Any, limit: int) -> int:

@@ -216,64 +216,170 @@ def test_the_backends_keep_their_registered_names_and_import_paths():
     assert issubclass(models_local.EmbeddedModel, models_local.LocalChatModel)
 
 
-def test_a_shared_prompt_prefix_is_encoded_once_and_changes_no_answer(tiny_checkpoint):
-    """Rollouts share the system prompt and tool list; a later turn extends an earlier prompt. The
-    cached prefix must give exactly what encoding the whole prompt gives, and must not be spoiled
-    by the generations that start from it."""
+def test_what_a_prompt_shares_with_an_earlier_one_is_not_encoded_again_and_changes_no_answer(tiny_checkpoint):
+    """Rollouts share the system prompt and tool list; a later turn extends an earlier prompt and its
+    answer. Starting from the kept caches must give exactly what encoding the whole prompt gives, and
+    the generations that start from a kept cache must not spoil it."""
     system = {"role": "system", "content": " ".join(f"w{i % 200}" for i in range(300))}
     prompts = [[system, {"role": "user", "content": " ".join(f"w{j}" for j in range(i + 1))}] for i in range(5)]
     prompts.append(prompts[4] + [{"role": "assistant", "content": "w7 w8"}, {"role": "user", "content": "w9 " * 40}])
 
-    def answers(model):
-        return answer_all(model, prompts)
-
     plain = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
-    plain.PREFIX_MIN_TOKENS = 10**9  # never cached: every prompt encoded whole
+    plain.PREFIX_MIN_TOKENS = 10**9  # nothing kept: every prompt encoded whole
     one_by_one = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=1)  # kept entries cut and grown
     cached = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     cached.load()
-    widths: list[int] = []  # tokens each generation feeds the model in its first forward (the prefill)
+    widths: list[int] = []  # tokens of every forward that encodes more than one (not a decoding step)
     forward = cached.hf_model.forward
 
     @functools.wraps(forward)  # generate reads forward's signature to decide what to pass
     def spy(*a, **kw):
         ids = kw.get("input_ids", a[0] if a else None)
-        if ids is not None and ids.shape[1] > 1:  # not a decoding step
+        if ids is not None and ids.shape[1] > 1:
             widths.append(int(ids.shape[1]))
         return forward(*a, **kw)
 
     cached.hf_model.forward = spy
-    want = answers(plain)
-    first = answers(cached)
+    want = answer_all(plain, prompts)
+    first = answer_all(cached, prompts)
+    system_turn = len(cached.render(prompts[0][:1], None)) - 8  # the system turn, less the template's last tokens
+    assert sum(widths) < sum(len(w.prompt_token_ids) for w in want) - 5 * system_turn, widths  # encoded once
     widths.clear()
-    again = answers(cached)
-    alone = answers(one_by_one)
-    assert one_by_one.prefixes  # one entry: the system turn every prompt starts with
+    again = answer_all(cached, prompts)
+    assert widths == []  # every prompt was seen: nothing encoded again
+    alone = answer_all(one_by_one, prompts)
+    assert one_by_one.prefixes
     for w, a, b, c in zip(want, first, again, alone):
         assert a.completion_token_ids == w.completion_token_ids == b.completion_token_ids == c.completion_token_ids
-        assert a.logprobs == pytest.approx(w.logprobs, abs=1e-3) and b.logprobs == pytest.approx(w.logprobs, abs=1e-3)
+        for got in (a, b, c):
+            assert got.logprobs == pytest.approx(w.logprobs, abs=1e-3)
         assert a.prompt_token_ids == w.prompt_token_ids  # what is recorded is the whole prompt
-    shared = len(cached.render(prompts[0][:1], None)) - 8  # the system turn, less the template's last tokens
-    assert max(len(k) for k in cached.prefixes) >= shared
-    # once the prefix is kept, no generation prefills it again
-    assert widths and max(widths) < shared, widths
+    # a new conversation encodes only what follows the system turn; a next turn only the new tool result
+    widths.clear()
+    new = [system, {"role": "user", "content": "w150 w151 w152"}]
+    turn = prompts[0] + [{"role": "assistant", "content": tok_text(cached, first[0])},
+                         {"role": "user", "content": "w3 " * 30}]
+    answer_all(cached, [new, turn])
+    own = (len(cached.render(new, None)) - system_turn) + (len(cached.render(turn, None)) - len(want[0].prompt_token_ids))
+    assert 0 < sum(widths) <= own, widths
 
 
-def test_prompts_that_share_little_are_not_cached(tiny_checkpoint):
+def tok_text(model, response) -> str:
+    return model.tokenizer.decode(response.completion_token_ids, skip_special_tokens=True)
+
+
+def test_kept_caches_are_cut_grown_bounded_and_equal_a_fresh_encoding(tiny_checkpoint):
+    import torch
+
     model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     model.load()
-    n, cache = model.prefix_cache([[5] * 40 + [6], [5] * 40 + [7]])
-    assert (n, cache) == (0, None) and not model.prefixes
-    rows = [[5] * 300 + [6, 9], [5] * 300 + [7]]
-    n, cache = model.prefix_cache(rows)
-    assert n == 300 and cache is not None and list(model.prefixes) == [tuple([5] * 300)]
-    # a longer shared run extends the kept entry rather than encoding from the start
-    n, _ = model.prefix_cache([[5] * 300 + [6] * 200 + [1], [5] * 300 + [6] * 200 + [2]])
-    assert n == 500 and len(model.prefixes) == 2
-    # a row that parts from the 500 entry after 400 tokens starts from a cut copy of it
-    n, cache = model.prefix_cache([[5] * 300 + [6] * 100 + [7] * 200])
-    assert n == 599 and cache.get_seq_length() == 599 and len(model.prefixes) == 3
-    assert model.prefixes[tuple([5] * 300 + [6] * 200)].get_seq_length() == 500  # the kept entry is whole
-    # little beyond a kept entry: that entry, not a new one
-    n, cache = model.prefix_cache([[5] * 300 + [8] * 50 + [9]])
-    assert n == 300 and cache.get_seq_length() == 300 and len(model.prefixes) == 3
+    n, entry = model.prefill([5] * 40 + [6])
+    assert n == 40 and not model.prefixes  # too short to keep
+    n, entry = model.prefill([5] * 300 + [6, 9])
+    assert n == 301 and list(model.prefixes) == [tuple([5] * 300 + [6])]
+    n, again = model.prefill([5] * 300 + [7])  # all but the last token kept already: nothing encoded
+    assert n == 300 and again is entry
+    # a longer run extends the kept entry, which it replaces (it serves whatever that served)
+    n, _ = model.prefill([5] * 300 + [6] * 200 + [1])
+    assert n == 500 and list(model.prefixes) == [tuple([5] * 300 + [6] * 200)]
+    # a row that parts from it after 400 tokens starts from it, cut; the kept entry stays whole
+    n, parted = model.prefill([5] * 300 + [6] * 100 + [7] * 200)
+    assert n == 599 and len(model.prefixes) == 2
+    assert model.prefixes[tuple([5] * 300 + [6] * 200)][0][0].shape[2] == 500
+    with torch.inference_mode():
+        fresh = model.hf_model(input_ids=torch.tensor([[5] * 300 + [6] * 100 + [7] * 199]), use_cache=True)
+    cache = fresh.get("cache", fresh.get("past_key_values"))
+    for (k, v), layer in zip(parted, cache.layers):
+        assert torch.allclose(k, layer.keys, atol=1e-5) and torch.allclose(v, layer.values, atol=1e-5)
+    # bounded: past PREFIX_BYTES the least recently used goes
+    model.PREFIX_BYTES = 700 * sum(k[0, :, :1].numel() * 4 * 2 for k, _ in parted)  # about 700 tokens
+    model.prefill([9] * 300 + [1])
+    assert list(model.prefixes) == [tuple([9] * 300)]
+
+
+def test_a_growing_cache_writes_into_its_room_and_regrows_when_replaced():
+    import torch
+    from clawsdk_plugins.models_transformers import _growing_layer
+
+    layer = _growing_layer()()
+    chunks = [torch.randn(2, 1, 5, 4)] + [torch.randn(2, 1, 1, 4) for _ in range(300)]
+    values = [c + 1 for c in chunks]
+    layer.update(chunks[0], values[0])
+    assert layer.room[0].shape[2] == 5  # a first update keeps exactly what it brings
+    pointers = set()
+    for k, v in zip(chunks[1:], values[1:]):
+        keys, vals = layer.update(k, v)
+        pointers.add(layer.room[0].data_ptr())
+    assert len(pointers) <= 3  # grown half as big again each time, not per token
+    assert torch.equal(keys, torch.cat(chunks, 2)) and torch.equal(vals, torch.cat(values, 2))
+    layer.crop(-10)
+    layer.update(chunks[1], values[1])
+    assert torch.equal(layer.keys[:, :, -1:], chunks[1]) and layer.get_seq_length() == 296
+    layer.batch_select_indices(torch.tensor([1]))  # a new tensor: the next update copies it into new room
+    layer.update(chunks[2][1:], values[2][1:])
+    assert layer.keys.shape == (1, 1, 297, 4) and torch.equal(layer.keys[0, :, :5], chunks[0][1])
+    assert torch.equal(layer.keys[0, :, -1], chunks[2][1, :, 0])
+
+
+def test_a_row_that_ends_leaves_the_batch_and_the_others_answer_the_same(tiny_checkpoint):
+    model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    model.load()
+    rows: list[int] = []  # batch size of every decoding step
+    forward = model.hf_model.forward
+
+    @functools.wraps(forward)
+    def spy(*a, **kw):
+        ids = kw.get("input_ids", a[0] if a else None)
+        if ids is not None and ids.shape[1] == 1:
+            rows.append(int(ids.shape[0]))
+        return forward(*a, **kw)
+
+    model.hf_model.forward = spy
+    prompts = [[{"role": "user", "content": " ".join(f"w{j}" for j in range(i + 3))}] for i in range(3)]
+    limits = [2, 5, 12]
+    out: dict = {}
+
+    async def go():
+        async def one(i):
+            out[i] = await model.chat(prompts[i], None, max_tokens=limits[i], timeout_s=60)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(3):
+                tg.start_soon(one, i)
+
+    anyio.run(go)
+    assert [len(out[i].completion_token_ids) for i in range(3)] == limits
+    assert rows == [3, 3, 2, 2, 2] + [1] * 7, rows  # batched; two left early, the last decoded alone
+    model.hf_model.forward = forward
+    for i in range(3):  # each answers as it does alone
+        alone = anyio.run(lambda: model.chat(prompts[i], None, max_tokens=limits[i], timeout_s=60))
+        assert alone.completion_token_ids == out[i].completion_token_ids
+
+
+def test_a_model_whose_caches_cannot_sit_side_by_side_answers_the_same(tiny_checkpoint):
+    system = {"role": "system", "content": " ".join(f"w{i % 200}" for i in range(300))}
+    prompts = [[system, {"role": "user", "content": " ".join(f"w{j}" for j in range(i + 1))}] for i in range(4)]
+    kept = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    padded = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    padded.load()
+    padded._plain_layers = False  # as for a model with sliding-window layers: left-padded prompts
+    for a, b in zip(answer_all(kept, prompts), answer_all(padded, prompts)):
+        assert a.completion_token_ids == b.completion_token_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-3)
+    assert not padded.prefixes
+
+
+def test_sampling_follows_temperature_and_top_p_and_a_seed_repeats():
+    import torch
+    from clawsdk_plugins.models_transformers import _pick
+
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]]).repeat(4000, 1)
+    assert torch.equal(_pick(logits, 0.0, None, None), torch.zeros(4000, dtype=torch.long))
+    assert torch.equal(_pick(logits, 1.0, 1e-6, None), torch.zeros(4000, dtype=torch.long))  # only the top token
+    seeded = [_pick(logits[:50], 1.0, None, torch.Generator().manual_seed(7)) for _ in range(2)]
+    assert torch.equal(*seeded)
+    drawn = torch.bincount(_pick(logits, 1.0, None, torch.Generator().manual_seed(1)), minlength=4) / 4000
+    assert drawn == pytest.approx(torch.softmax(logits[0], -1), abs=0.03)
+    # top_p 0.9 keeps the smallest set reaching 0.9: tokens 0-2 (0.64, 0.24, 0.09), never token 3
+    kept = torch.bincount(_pick(logits, 1.0, 0.9, torch.Generator().manual_seed(2)), minlength=4)
+    assert kept[3] == 0 and kept[2] > 0
