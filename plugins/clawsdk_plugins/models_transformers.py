@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import inspect
 from collections import OrderedDict
 from typing import Any
 
@@ -93,29 +94,27 @@ class TransformersModel(LocalChatModel):
             self.eos_ids.update(e if isinstance(e, list) else [e] if e is not None else [])
         if self.context_window is None:
             self.context_window = int(getattr(cfg, "max_position_embeddings", 0) or 4096)
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        # only caches that are plain keys and values (no sliding window, no shared or linear layers) can be
+        # cut, kept and put beside another's
+        layers = DynamicCache(config=cfg).layers
+        self._plain_layers = bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+        self._n_layers = len(layers)
+        params = inspect.signature(type(self.hf_model).forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"  # `cache` from 5.x on
+        self._last_logits_only = "logits_to_keep" in params
 
     #: a kept prompt prefix shorter than this is encoded again; kept entries hold at most this many bytes
     PREFIX_MIN_TOKENS = 128
     PREFIX_BYTES = 4 << 30
-
-    def _reusable(self) -> bool:
-        """Whether every layer's cache is a plain key/value cache (no sliding window, no shared or linear
-        layers): only then can one row's cache be cut, kept and put beside another's."""
-        if not hasattr(self, "_plain_layers"):
-            from transformers import DynamicCache
-            from transformers.cache_utils import DynamicLayer
-
-            layers = DynamicCache(config=self.hf_model.config).layers
-            self._plain_layers = bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
-            self._n_layers = len(layers)
-        return self._plain_layers
 
     def _cache(self, rows: list[tuple[int, Any]], width: int, room: int) -> Any:
         """A cache for len(rows) sequences: row i holds the first n tokens of its kept entry, left-aligned
         in `width` columns (the rest masked off), with room for `room` more tokens before it grows."""
         from transformers import Cache
 
-        self._reusable()  # counts the layers
         cache = Cache(layers=[_growing_layer()() for _ in range(self._n_layers)])
         if width == 0:
             return cache
@@ -169,7 +168,7 @@ class TransformersModel(LocalChatModel):
         todo = row[n:-1]
         if not todo:
             return n, entry
-        cache = self._cache([(n, entry)], n, len(todo)) if n else self._cache([(0, None)], 0, 0)
+        cache = self._cache([(n, entry)], n, len(todo))
         with torch.inference_mode():
             self._forward(torch.tensor([todo]), cache)
         entry = [(layer.keys, layer.values) for layer in cache.layers]
@@ -193,16 +192,10 @@ class TransformersModel(LocalChatModel):
     def _forward(self, ids: Any, cache: Any, **kwargs: Any) -> Any:
         """The model on `ids` after what `cache` holds, which it extends; the logits of the last position
         only (where the model can say so: a prompt's logits for every position would take gigabytes)."""
-        import inspect
-
-        if not hasattr(self, "_forward_args"):
-            params = inspect.signature(type(self.hf_model).forward).parameters
-            self._forward_args = ("cache" if "cache" in params else "past_key_values",  # `cache` from 5.x on
-                                  "logits_to_keep" in params)
-        name, keep = self._forward_args
-        if keep:
+        if self._last_logits_only:
             kwargs["logits_to_keep"] = 1
-        return self.hf_model(input_ids=ids.to(self.hf_model.device), use_cache=True, **{name: cache}, **kwargs)
+        return self.hf_model(input_ids=ids.to(self.hf_model.device), use_cache=True, **{self._cache_arg: cache},
+                             **kwargs)
 
     def _generate(self, requests: list[Request]) -> None:
         import torch
@@ -210,7 +203,7 @@ class TransformersModel(LocalChatModel):
         model, tok = self.hf_model, self.tokenizer
         device = model.device
         pad = tok.pad_token_id if tok.pad_token_id is not None else min(self.eos_ids, default=0)
-        reuse = self._reusable()
+        reuse = self._plain_layers
         if reuse:
             # each row's prompt but its last token is encoded alone, from the kept entry that shares most
             # with it (the system prompt and tool list; the conversation's earlier turns); the rows then
@@ -236,6 +229,7 @@ class TransformersModel(LocalChatModel):
                 mask[i, width - len(r.prompt_ids):] = 1
             cache = DynamicCache(config=model.config)
         # positions from the mask: each row runs on from its own tokens, as if unpadded
+        mask = mask.to(device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -feed.shape[1]:]
         head = requests[0]
         generator = None
@@ -244,7 +238,7 @@ class TransformersModel(LocalChatModel):
         rows = list(range(len(requests)))  # the batch's rows -> their requests: a row that ends leaves
         with torch.inference_mode():
             while rows:
-                out = self._forward(feed, cache, attention_mask=mask.to(device), position_ids=positions.to(device))
+                out = self._forward(feed, cache, attention_mask=mask, position_ids=positions)
                 logits = out.logits[:, -1].float()
                 picked = _pick(logits, head.temperature, head.top_p, generator)
                 logprobs = torch.log_softmax(logits, dim=-1).gather(1, picked[:, None]).squeeze(1).tolist()
@@ -272,13 +266,13 @@ class TransformersModel(LocalChatModel):
                 if len(stay) < len(rows):  # the others decode on without it: each step costs less
                     if not stay:
                         break
-                    keep = torch.tensor(stay, dtype=torch.long)
-                    cache.batch_select_indices(keep.to(device))
-                    mask, positions, picked = mask[keep], positions[keep], picked[keep.to(picked.device)]
+                    keep = torch.tensor(stay, dtype=torch.long, device=device)
+                    cache.batch_select_indices(keep)
+                    mask, positions, picked = mask[keep], positions[keep], picked[keep]
                     rows = [rows[b] for b in stay]
-                mask = torch.cat([mask, torch.ones((len(rows), 1), dtype=torch.long)], dim=1)
+                mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
                 positions = positions[:, -1:] + 1
-                feed = picked[:, None].cpu()
+                feed = picked[:, None]
 
 
 def _pick(logits: Any, temperature: float, top_p: float | None, generator: Any) -> Any:

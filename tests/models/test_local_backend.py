@@ -100,8 +100,9 @@ def test_concurrent_requests_are_batched_and_logprobs_match_the_model(tiny_check
     assert sum(batches) == 6 and max(batches) > 1
     # batched, left-padded greedy generation gives what the model gives one prompt alone
     alone = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=1)
-    alone._loaded, alone.hf_model, alone.tokenizer, alone.eos_ids = True, model.hf_model, model.tokenizer, model.eos_ids
-    alone.context_window = model.context_window
+    alone.hf_model, alone.tokenizer = model.hf_model, model.tokenizer  # the same weights, loaded once
+    alone._setup_tokens()
+    alone._loaded = True
     single = anyio.run(lambda: alone.chat(prompts[5], None, max_tokens=12, timeout_s=60))
     assert single.completion_token_ids == out[5].completion_token_ids
     # and the recorded logprobs are the model's own (teacher-forced) log-probabilities
