@@ -12,10 +12,10 @@ belong to the weights they were computed with: a model whose weights change in p
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import time
-import inspect
 from collections import OrderedDict
 from typing import Any
 
