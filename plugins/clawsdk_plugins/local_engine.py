@@ -1,11 +1,13 @@
 """The batching engine every in-process model backend shares: prompting, parsing, the queue.
 
-Concurrent rollouts share one model: their requests queue up and run as one batched
-generation in a worker thread, so the event loop stays free. Every generation has a
-wall-clock limit (the `timeout_s` of the call): a model that runs on is cut there and the
-response says finish_reason "timeout" (the tool-loop agent records agent_timeout).
-Token ids and logprobs (of the sampled tokens, under the model's raw distribution) come with
-every response. A backend subclasses `LocalChatModel` and implements `_load` and `_generate`.
+Concurrent rollouts share one model: their requests queue up and one generation thread per event
+loop serves them in batches, so the loop stays free. A backend that can (transformers) takes queued
+requests into a batch that is running as its rows end, and answers each row as soon as it ends: a
+rollout goes on with its tool call while the others decode. Every generation has a wall-clock limit
+(the `timeout_s` of the call): a model that runs on is cut there and the response says finish_reason
+"timeout" (the tool-loop agent records agent_timeout). Token ids and logprobs (of the sampled tokens,
+under the model's raw distribution) come with every response. A backend subclasses `LocalChatModel`
+and implements `_load` and `_generate`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 from anyio.lowlevel import current_token
 
@@ -60,12 +61,12 @@ class Request:
     deadline: float
     done: anyio.Event
     cancelled: bool = False
-    in_flight: bool = False
     # filled by the generation thread
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     finish_reason: str | None = None
     error: BaseException | None = None
+    woken: bool = False
 
     @property
     def answered(self) -> bool:
@@ -75,25 +76,78 @@ class Request:
         return (round(self.temperature, 6), self.top_p, self.seed)
 
 
-class _Batch:
-    """The requests of one generation; whoever is still waiting is woken when it ends."""
+class Batch:
+    """What a backend's `_generate` serves: `requests`, and the queue behind them. `join(n)` takes up
+    to n more queued requests that sample alike (none for seeded sampling, whose draws would then
+    depend on who joined when); `answer(r)` hands an ended row back to its caller at once."""
 
-    def __init__(self, requests: list[Request]):
+    def __init__(self, state: _LoopState, requests: list[Request]):
+        self.state = state
         self.requests = requests
-        self.lock = threading.Lock()
-        self.finished = False
-        self.abandoned = False
+        self.joined: list[Request] = []
 
-    def wake(self) -> None:
-        for r in self.requests:
-            r.done.set()
+    def join(self, n: int) -> list[Request]:
+        head = self.requests[0]
+        if n <= 0 or (head.seed is not None and head.temperature > 0):
+            return []
+        taken = self.state.take(n, head.sampling())
+        self.joined += taken
+        return [r for r in taken if not _expired(r, self)]
+
+    def answer(self, r: Request) -> None:
+        if r.woken:
+            return
+        r.woken = True
+        _call_soon(self.state.token, r.done.set)
+
+    def everyone(self) -> list[Request]:
+        return self.requests + self.joined
+
+
+def _expired(r: Request, batch: Batch) -> bool:
+    """A request cancelled, or whose time ran out in the queue, is answered without a row."""
+    if not r.cancelled and now_past(r):
+        r.finish_reason = "timeout"
+    if r.cancelled or r.answered:
+        r.finish_reason = r.finish_reason or "cancelled"
+        batch.answer(r)
+        return True
+    return False
+
+
+def _call_soon(token: Any, fn: Any) -> None:
+    """Have the event loop of `token` call fn, without waiting for it: a loop that is ending may never
+    run it, and the generation thread must not hang on that."""
+    native = token.native_token  # an asyncio loop, or a trio token
+    try:
+        (getattr(native, "call_soon_threadsafe", None) or native.run_sync_soon)(fn)
+    except Exception:  # noqa: BLE001 - the event loop is gone: nobody is waiting
+        pass
 
 
 class _LoopState:
+    """One event loop's queue, and whether a generation thread serves it."""
+
     def __init__(self) -> None:
         self.token = current_token()
-        self.lock = anyio.Lock()
+        self.mutex = threading.Lock()
         self.pending: list[Request] = []
+        self.serving = False
+
+    def take(self, n: int, sampling: tuple | None = None) -> list[Request]:
+        """Up to n queued requests, in order, that sample like `sampling` (like the first, when None)."""
+        with self.mutex:
+            taken = []
+            for r in self.pending:
+                if len(taken) >= n:
+                    break
+                if sampling is None:
+                    sampling = r.sampling()
+                if r.sampling() == sampling:
+                    taken.append(r)
+            for r in taken:
+                self.pending.remove(r)
+            return taken
 
 
 class LocalChatModel(Model):
@@ -113,7 +167,7 @@ class LocalChatModel(Model):
         self.context_window = context_window
         self.tokenizer: Any = None
         self._load_lock = threading.Lock()
-        self._gen_lock = threading.Lock()  # one generation at a time, also across abandoned batches
+        self._gen_lock = threading.Lock()
         self._loaded = False
         self._state: _LoopState | None = None
 
@@ -123,9 +177,11 @@ class LocalChatModel(Model):
         """Load weights and tokenizer (in a worker thread); set self.tokenizer and context_window."""
         raise NotImplementedError
 
-    def _generate(self, requests: list[Request]) -> None:
-        """Generate for every request (same sampling settings), filling token_ids, logprobs and
-        finish_reason; stop a row when it is cancelled, past its deadline or at max_new_tokens."""
+    def _generate(self, batch: Batch) -> None:
+        """Generate for every request of the batch (they sample alike), filling token_ids, logprobs and
+        finish_reason; stop a row when it is cancelled, past its deadline or at max_new_tokens. A backend
+        that can takes more rows in with `batch.join` and hands each back with `batch.answer` as it ends;
+        whatever it does not hand back is answered when it returns."""
         raise NotImplementedError
 
     # ---- shared ------------------------------------------------------------------------
@@ -197,21 +253,19 @@ class LocalChatModel(Model):
                        seed=params.get("seed"), stop=stop,
                        deadline=time.monotonic() + timeout, done=anyio.Event())
         state = self._loop_state()
-        state.pending.append(req)
+        with state.mutex:
+            state.pending.append(req)
+            start, state.serving = not state.serving, True
+        if start:  # once the loop has run what is ready: requests made together start as one batch
+            thread = threading.Thread(target=self._serve, args=(state,), name=f"clawsdk-{self.backend}", daemon=True)
+            _call_soon(state.token, thread.start)
         try:
-            while not req.answered:
-                if req.in_flight:
-                    await req.done.wait()
-                    continue
-                async with state.lock:
-                    if req.answered or req.in_flight:
-                        continue
-                    batch = self._take(state.pending, req)
-                    await self._run(batch, req)
+            await req.done.wait()
         except BaseException:
-            req.cancelled = True
-            if req in state.pending:
-                state.pending.remove(req)
+            req.cancelled = True  # the generation thread drops its row at the next token
+            with state.mutex:
+                if req in state.pending:
+                    state.pending.remove(req)
             raise
         if req.error is not None:
             raise ModelError(f"{self.name} generation failed: {type(req.error).__name__}: {req.error}")
@@ -220,57 +274,35 @@ class LocalChatModel(Model):
         except Exception as e:  # a tokenizer that cannot decode what was generated: the backend's failure
             raise ModelError(f"{self.name} could not decode its output: {type(e).__name__}: {e}") from e
 
-    def _take(self, pending: list[Request], own: Request) -> _Batch:
-        batch = [own]
-        for r in pending:
-            if len(batch) >= self.max_batch:
-                break
-            if r is not own and not r.cancelled and r.sampling() == own.sampling():
-                batch.append(r)
-        for r in batch:
-            pending.remove(r)
-            r.in_flight = True
-        return _Batch(batch)
-
-    async def _run(self, batch: _Batch, own: Request) -> None:
-        try:
-            await anyio.to_thread.run_sync(self._work, batch, abandon_on_cancel=True)
-        except BaseException:
-            own.cancelled = True  # the thread stops this row at its next token
-            with batch.lock:
-                batch.abandoned = True
-                finished = batch.finished
-            if finished:
-                batch.wake()
-            raise
-        batch.wake()
-
-    def _work(self, batch: _Batch) -> None:
-        """In a worker thread: generate, then wake waiters if the task that started us is gone."""
-        try:
-            with self._gen_lock:
-                for r in batch.requests:
-                    if not r.cancelled and now_past(r):  # its time ran out in the queue
-                        r.finish_reason = "timeout"
-                live = [r for r in batch.requests if not r.cancelled and r.finish_reason is None]
-                if live:
-                    self._generate(live)
-                for r in batch.requests:
-                    if r.finish_reason is None and r.error is None:
-                        r.finish_reason = "cancelled"
-        except Exception as e:  # noqa: BLE001 - handed to every waiter as a ModelError
-            log.exception("%s: generation failed", self.name)
-            for r in batch.requests:
-                r.error = e
-        finally:
-            with batch.lock:
-                batch.finished = True
-                abandoned = batch.abandoned
-            if abandoned:
-                try:
-                    anyio.from_thread.run_sync(batch.wake)
-                except Exception:  # noqa: BLE001 - the event loop is gone: nobody is waiting
-                    pass
+    def _serve(self, state: _LoopState) -> None:
+        """The generation thread of one event loop: batches from the queue until it is empty."""
+        while True:
+            with state.mutex:
+                if not state.pending:
+                    state.serving = False
+                    return
+            batch = Batch(state, state.take(self.max_batch))
+            try:
+                with self._gen_lock:  # one generation at a time, also across event loops
+                    batch.requests = [r for r in batch.requests if not _expired(r, batch)]
+                    if batch.requests:
+                        self._generate(batch)
+            except Exception as e:  # noqa: BLE001 - handed to every waiter as a ModelError
+                log.exception("%s: generation failed", self.name)
+                for r in batch.everyone():
+                    if not r.answered:
+                        r.error = e
+            except BaseException as e:  # the thread itself is going: nobody may wait forever
+                with state.mutex:
+                    rest, state.pending, state.serving = state.pending, [], False
+                for r in batch.everyone() + rest:
+                    r.error = r.error or e
+                    batch.answer(r)
+                raise
+            for r in batch.everyone():
+                if not r.answered:
+                    r.finish_reason = "cancelled"
+                batch.answer(r)
 
     def _response(self, req: Request, prefix: str = "") -> ChatResponse:
         text = self.tokenizer.decode(req.token_ids, skip_special_tokens=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.errors import ModelError
-from clawsdk_plugins.local_engine import LocalChatModel, Request, need, now_past
+from clawsdk_plugins.local_engine import Batch, LocalChatModel, need, now_past
 from clawsdk_plugins.models_embedded import EMBEDDED_NAME, embedded_gguf
 
 
@@ -38,7 +38,8 @@ class LlamaCppModel(LocalChatModel):
         self.tokenizer = _LlamaTokenizer(self.llm)
         self.context_window = self.context_window or self.n_ctx
 
-    def _generate(self, requests: list[Request]) -> None:
+    def _generate(self, batch: Batch) -> None:
+        requests = batch.requests
         import numpy as np
 
         llm = self.llm
@@ -69,6 +70,7 @@ class LlamaCppModel(LocalChatModel):
             if len(r.logprobs) != len(r.token_ids):
                 r.logprobs = []
             r.finish_reason = r.finish_reason or "length"
+            batch.answer(r)
 
 
 class _LlamaTokenizer:

@@ -5,7 +5,8 @@ same system prompt and tool list, and each turn of a conversation extends the la
 result. So the key/value cache of each sequence the model has seen (a prompt; a prompt and its answer)
 is kept, the least recently used dropped past PREFIX_BYTES. A generation encodes each row's prompt
 from the kept entry that shares most with it, then decodes the rows together, each from its own
-cache. Decoding writes into room kept ahead rather than concatenating (`_growing_layer`). The entries
+cache; a row that ends leaves, and a request that arrives takes its place at the next step. Decoding
+writes into room kept ahead rather than concatenating (`_growing_layer`). The entries
 belong to the weights they were computed with: a model whose weights change in place must clear
 `prefixes` (the GRPO trainer does, before each step's rollouts).
 """
@@ -19,7 +20,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from clawsdk_plugins.local_engine import LocalChatModel, Request, need
+from clawsdk_plugins.local_engine import Batch, LocalChatModel, Request, need
 
 
 def _pick_device(device: str) -> str:
@@ -175,17 +176,13 @@ class TransformersModel(LocalChatModel):
         self._keep(tuple(row[:-1]), entry)
         return len(row) - 1, entry
 
-    def _keep_row(self, r: Request, n: int, cache: Any, b: int, width: int) -> None:
-        """Keep what row b of the decoding cache was fed (its prompt, then its answer but the last token):
-        the conversation's next turn starts with it. Its n cached tokens are left-aligned; its last
-        prompt token and its answer start at column `width`."""
-        import torch
-
-        fed = len(r.token_ids) - 1
-        tokens = tuple(r.prompt_ids) + tuple(r.token_ids[:fed])
-        if fed < 0 or len(tokens) < self.PREFIX_MIN_TOKENS:
+    def _keep_row(self, r: Request, cache: Any, b: int, columns: Any) -> None:
+        """Keep what row b of the decoding cache was fed (its prompt, then its answer but the last token),
+        the columns its mask marks: the conversation's next turn starts with it."""
+        tokens = tuple(r.prompt_ids) + tuple(r.token_ids[:-1])
+        if len(tokens) < self.PREFIX_MIN_TOKENS:
             return
-        cols = torch.cat([torch.arange(n), torch.arange(width, width + fed + 1)]).to(self.hf_model.device)
+        cols = columns.nonzero().squeeze(1)
         self._keep(tokens, [(layer.keys[b:b + 1].index_select(2, cols), layer.values[b:b + 1].index_select(2, cols))
                             for layer in cache.layers])
 
@@ -197,56 +194,29 @@ class TransformersModel(LocalChatModel):
         return self.hf_model(input_ids=ids.to(self.hf_model.device), use_cache=True, **{self._cache_arg: cache},
                              **kwargs)
 
-    def _generate(self, requests: list[Request]) -> None:
+    def _generate(self, batch: Batch) -> None:
+        """Decode the batch's rows side by side, one token each per step. A row that ends is kept, handed
+        back and leaves; queued requests take the free places between steps. `mask` marks, per row,
+        which cache columns (and the column about to be fed) are its own; `positions` is where each row's
+        next token stands in its own sequence."""
         import torch
 
-        model, tok = self.hf_model, self.tokenizer
-        device = model.device
-        pad = tok.pad_token_id if tok.pad_token_id is not None else min(self.eos_ids, default=0)
-        reuse = self._plain_layers
-        if reuse:
-            # each row's prompt but its last token is encoded alone, from the kept entry that shares most
-            # with it (the system prompt and tool list; the conversation's earlier turns); the rows then
-            # decode side by side, each from its own cache: row i's n_i cached tokens left-aligned in
-            # `width` columns, the rest masked off, then its last prompt token
-            starts = [self.prefill(r.prompt_ids) for r in requests]
-            width = max(n for n, _ in starts)
-            mask = torch.zeros((len(requests), width + 1), dtype=torch.long)
-            for i, (n, _) in enumerate(starts):
-                mask[i, :n] = 1
-            mask[:, width] = 1
-            # room for the answers ahead (at most 512 tokens: past that it grows, as long answers are rare)
-            cache = self._cache(starts, width, 1 + min(512, max(r.max_new_tokens for r in requests)))
-            feed = torch.tensor([[r.prompt_ids[-1]] for r in requests], dtype=torch.long)
-        else:  # a model whose caches cannot be put side by side: left-padded prompts, encoded together
-            from transformers import DynamicCache
-
-            starts, width = [], max(len(r.prompt_ids) for r in requests)
-            feed = torch.full((len(requests), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(requests), width), dtype=torch.long)
-            for i, r in enumerate(requests):
-                feed[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
-                mask[i, width - len(r.prompt_ids):] = 1
-            cache = DynamicCache(config=model.config)
-        # positions from the mask: each row runs on from its own tokens, as if unpadded
-        mask = mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -feed.shape[1]:]
-        head = requests[0]
+        head = batch.requests[0]
         generator = None
         if head.seed is not None:
-            generator = torch.Generator(device=device).manual_seed(int(head.seed))
-        rows = list(range(len(requests)))  # the batch's rows -> their requests: a row that ends leaves
+            generator = torch.Generator(device=self.hf_model.device).manual_seed(int(head.seed))
+        tok = self.tokenizer
+        state = self._admit(None, batch.requests)
         with torch.inference_mode():
-            while rows:
-                out = self._forward(feed, cache, attention_mask=mask, position_ids=positions)
+            while state.rows:
+                out = self._forward(state.feed, state.cache, attention_mask=state.mask, position_ids=state.positions)
                 logits = out.logits[:, -1].float()
                 picked = _pick(logits, head.temperature, head.top_p, generator)
                 logprobs = torch.log_softmax(logits, dim=-1).gather(1, picked[:, None]).squeeze(1).tolist()
                 new = picked.tolist()
                 now = time.monotonic()
                 stay = []
-                for b, i in enumerate(rows):
-                    r = requests[i]
+                for b, r in enumerate(state.rows):
                     r.token_ids.append(new[b])
                     r.logprobs.append(logprobs[b] if math.isfinite(logprobs[b]) else -1e9)
                     if new[b] in self.eos_ids:
@@ -261,18 +231,92 @@ class TransformersModel(LocalChatModel):
                         r.finish_reason = "timeout"
                     if r.finish_reason is None:
                         stay.append(b)
-                    elif reuse:
-                        self._keep_row(r, starts[i][0], cache, b, width)
-                if len(stay) < len(rows):  # the others decode on without it: each step costs less
-                    if not stay:
-                        break
-                    keep = torch.tensor(stay, dtype=torch.long, device=device)
-                    cache.batch_select_indices(keep)
-                    mask, positions, picked = mask[keep], positions[keep], picked[keep]
-                    rows = [rows[b] for b in stay]
-                mask = torch.cat([mask, mask.new_ones((len(rows), 1))], dim=1)
-                positions = positions[:, -1:] + 1
-                feed = picked[:, None]
+                        continue
+                    if self._plain_layers:
+                        self._keep_row(r, state.cache, b, state.mask[b])
+                    batch.answer(r)
+                state.advance(stay, picked)
+                if self._plain_layers:  # the others decode on; queued requests take the places freed
+                    state = self._admit(state, batch.join(self.max_batch - len(state.rows)))
+
+    def _admit(self, state: _Rows | None, new: list[Request]) -> _Rows:
+        """The rows decoding now and `new` ones, side by side. A new row's prompt but its last token is
+        encoded from the kept entry that shares most with it (`prefill`) and put in columns 0..n of its
+        own row; its last token is fed at the next step. When rows have left, each row's columns are
+        packed to the left again once the columns nobody uses would cost more than the copy."""
+        import torch
+
+        device = self.hf_model.device
+        rows = state.rows if state else []
+        if not self._plain_layers:  # caches that cannot sit side by side: left-padded prompts, encoded together
+            from transformers import DynamicCache
+
+            width = max(len(r.prompt_ids) for r in new)
+            pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids, default=0)
+            feed = torch.full((len(new), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(new), width), dtype=torch.long)
+            for i, r in enumerate(new):
+                feed[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
+                mask[i, width - len(r.prompt_ids):] = 1
+            mask = mask.to(device)
+            return _Rows(new, DynamicCache(config=self.hf_model.config), mask, feed,
+                         (mask.cumsum(-1) - 1).clamp(min=0))
+        length = state.mask.shape[1] - 1 if rows else 0  # the cache's columns; the last mask column is the feed's
+        used = int(state.mask.sum(1).max()) - 1 if rows else 0
+        if not new and length - used <= max(256, used // 2):
+            return state
+        parts: list[tuple[int, Any]] = []
+        for b in range(len(rows)):
+            layers = state.cache.layers
+            if new:  # the row as it is, gaps and all
+                parts.append((length, [(layer.keys[b:b + 1], layer.values[b:b + 1]) for layer in layers]))
+            else:  # packed: only the columns it uses
+                cols = state.mask[b, :-1].nonzero().squeeze(1)
+                parts.append((len(cols), [(layer.keys[b:b + 1].index_select(2, cols),
+                                           layer.values[b:b + 1].index_select(2, cols)) for layer in layers]))
+        starts = [self.prefill(r.prompt_ids) for r in new]
+        width = max(n for n, _ in parts + starts)
+        # room for the answers ahead (at most 512 tokens: past that it grows, as long answers are rare)
+        room = 1 + min(512, max(r.max_new_tokens - len(r.token_ids) for r in rows + new))
+        mask = torch.zeros((len(parts) + len(starts), width + 1), dtype=torch.long, device=device)
+        for i, (n, _) in enumerate(parts):
+            mask[i, :n] = state.mask[i, :n] if new else 1
+        for i, (n, _) in enumerate(starts, len(parts)):
+            mask[i, :n] = 1
+        mask[:, width] = 1
+        feed, positions = (state.feed, state.positions) if rows else (None, None)
+        if new:
+            feed = _stack(feed, torch.tensor([[r.prompt_ids[-1]] for r in new], dtype=torch.long, device=device))
+            positions = _stack(positions, torch.tensor([[n] for n, _ in starts], dtype=torch.long, device=device))
+        return _Rows(rows + new, self._cache(parts + starts, width, room), mask, feed, positions)
+
+
+class _Rows:
+    """A batch being decoded: its requests, their cache, which columns are whose, what to feed next."""
+
+    def __init__(self, rows: list[Request], cache: Any, mask: Any, feed: Any, positions: Any):
+        self.rows, self.cache, self.mask, self.feed, self.positions = rows, cache, mask, feed, positions
+
+    def advance(self, stay: list[int], picked: Any) -> None:
+        """After a step: the rows in `stay` go on, each fed the token it picked."""
+        import torch
+
+        if len(stay) < len(self.rows):
+            self.rows = [self.rows[b] for b in stay]
+            if not stay:
+                return
+            keep = torch.tensor(stay, dtype=torch.long, device=self.mask.device)
+            self.cache.batch_select_indices(keep)
+            self.mask, self.positions, picked = self.mask[keep], self.positions[keep], picked[keep]
+        self.mask = torch.cat([self.mask, self.mask.new_ones((len(self.rows), 1))], dim=1)
+        self.positions = self.positions[:, -1:] + 1
+        self.feed = picked[:, None]
+
+
+def _stack(a: Any, b: Any) -> Any:
+    import torch
+
+    return b if a is None else torch.cat([a, b])
 
 
 def _pick(logits: Any, temperature: float, top_p: float | None, generator: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawsdk_plugins.local_engine import LocalChatModel, Request, need, now_past
+from clawsdk_plugins.local_engine import Batch, LocalChatModel, need, now_past
 
 
 class VLLMModel(LocalChatModel):
@@ -32,7 +32,8 @@ class VLLMModel(LocalChatModel):
         if self.context_window is None:
             self.context_window = int(self.llm.llm_engine.model_config.max_model_len)
 
-    def _generate(self, requests: list[Request]) -> None:
+    def _generate(self, batch: Batch) -> None:
+        requests = batch.requests
         from vllm import SamplingParams
 
         prompts = [{"prompt_token_ids": r.prompt_ids} for r in requests]

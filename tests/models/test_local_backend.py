@@ -94,7 +94,7 @@ def test_concurrent_requests_are_batched_and_logprobs_match_the_model(tiny_check
     model.load()
     batches: list[int] = []
     generate = model._generate
-    model._generate = lambda reqs: (batches.append(len(reqs)), generate(reqs))[1]
+    model._generate = lambda batch: (generate(batch), batches.append(len(batch.everyone())))[0]
     prompts = [[{"role": "user", "content": " ".join(f"w{j}" for j in range(i + 1))}] for i in range(6)]
     out = answer_all(model, prompts, limit_s=60)
     assert sum(batches) == 6 and max(batches) > 1
@@ -384,3 +384,86 @@ def test_sampling_follows_temperature_and_top_p_and_a_seed_repeats():
     # top_p 0.9 keeps the smallest set reaching 0.9: tokens 0-2 (0.64, 0.24, 0.09), never token 3
     kept = torch.bincount(_pick(logits, 1.0, 0.9, torch.Generator().manual_seed(2)), minlength=4)
     assert kept[3] == 0 and kept[2] > 0
+
+
+def spy_decoding(model) -> list:
+    """(rows, columns) of every decoding step the model runs (one new token per row)."""
+    steps: list = []
+    forward = model.hf_model.forward
+
+    @functools.wraps(forward)
+    def spy(*a, **kw):
+        ids = kw.get("input_ids", a[0] if a else None)
+        if ids is not None and ids.shape[1] == 1:
+            steps.append((int(ids.shape[0]), int(kw["attention_mask"].shape[1])))
+        return forward(*a, **kw)
+
+    model.hf_model.forward = spy
+    return steps
+
+
+def alone(model, messages, max_tokens):
+    """The answer the model gives this prompt with nothing beside it, nothing kept."""
+    model.prefixes.clear()
+    return anyio.run(lambda: model.chat(messages, None, max_tokens=max_tokens, timeout_s=60))
+
+
+def test_a_request_made_while_a_batch_decodes_joins_it_and_is_answered_when_its_row_ends(tiny_checkpoint):
+    model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    model.load()
+    steps = spy_decoding(model)
+    prompts = {"long": [{"role": "user", "content": "w5 w6 w7"}],
+               "wide": [{"role": "user", "content": " ".join(f"w{i}" for i in range(40))}],  # the other has gaps
+               "short": [{"role": "user", "content": "w9 w10"}]}
+    limits = {"long": 60, "wide": 40, "short": 4}
+    ended: list = []
+
+    async def go():
+        out = {}
+
+        async def ask(name):
+            out[name] = await model.chat(prompts[name], None, max_tokens=limits[name], timeout_s=60)
+            ended.append((name, len(steps)))
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask, "long")
+                tg.start_soon(ask, "wide")
+                while len(steps) < 5:  # the two are decoding
+                    await anyio.sleep(0.005)
+                tg.start_soon(ask, "short")
+        return out
+
+    out = anyio.run(go)
+    rows = [n for n, _ in steps]
+    assert rows[:5] == [2] * 5 and 3 in rows, rows  # it joined the batch that was running
+    assert len(steps) == 60 and sum(rows) == 104  # and no step was spent on it but its four tokens
+    assert [name for name, _ in ended] == ["short", "wide", "long"] and ended[0][1] < 40  # answered as it ended
+    for name in prompts:
+        want = alone(model, prompts[name], limits[name])
+        assert out[name].completion_token_ids == want.completion_token_ids
+        assert out[name].logprobs == pytest.approx(want.logprobs, abs=1e-3)
+
+
+def test_when_a_long_row_leaves_the_columns_nobody_uses_are_packed_away(tiny_checkpoint):
+    model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    model.load()
+    steps = spy_decoding(model)
+    long_prompt = [{"role": "user", "content": " ".join(f"w{i % 200}" for i in range(600))}]
+    short_prompt = [{"role": "user", "content": "w9 w10"}]
+
+    async def go():
+        async def ask(messages, n):
+            out.append(await model.chat(messages, None, max_tokens=n, timeout_s=60))
+
+        out: list = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, long_prompt, 3)
+            tg.start_soon(ask, short_prompt, 30)
+        return out
+
+    long_answer, short_answer = sorted(anyio.run(go), key=lambda r: len(r.completion_token_ids))
+    columns = [c for _, c in steps]
+    assert columns[0] > 600 and columns[-1] < 60, columns  # the short row went on in its own columns only
+    assert short_answer.completion_token_ids == alone(model, short_prompt, 30).completion_token_ids
+    assert short_answer.logprobs == pytest.approx(alone(model, short_prompt, 30).logprobs, abs=1e-3)
