@@ -7,7 +7,12 @@ prompt with the core tools, and the task's instruction), then its second turn: t
 a tool result of about 250 tokens appended. Cases: 1 rollout; N one after another; N concurrent
 (batched); the same with nothing kept between generations (every prompt encoded whole); and the
 first turn with the decoding cache grown by concatenation (transformers' DynamicLayer, what the
-backend did before). Prints tokens/s and ratios.
+backend did before). With `--cases conversations`: N conversations of 3 turns with a 0.2 s tool call
+between turns, whose answers are capped at 1/4 to all of --tokens ("spread") or at 1/8 of it but for
+one conversation in 8 that runs to the cap ("one long", as when one rollout loops), once as the
+backend runs them (a turn joins the batch that is decoding, and is answered when its row ends) and
+once with each batch run to its end before the next starts (what the backend did before). Prints
+tokens/s and ratios.
 """
 
 from __future__ import annotations
@@ -75,7 +80,10 @@ def main() -> None:
     ap.add_argument("--prompt", choices=["task", "short"], default="task",
                     help="task: the tool-loop's first turn with all core tools (prefill-heavy); "
                          "short: the instruction alone (generation-heavy)")
+    ap.add_argument("--cases", default="turns,conversations",
+                    help="turns: one turn and its baselines; conversations: joining a running batch, and not")
     args = ap.parse_args()
+    cases = set(args.cases.split(","))
 
     from clawsdk_plugins.models_embedded import EmbeddedModel
 
@@ -89,12 +97,12 @@ def main() -> None:
         batch = [m[1:] for m in batch]
     sizes: list[int] = []
     generate = model._generate
-    model._generate = lambda reqs: (sizes.append(len(reqs)), generate(reqs))[1]
+    model._generate = lambda batch: (generate(batch), sizes.append(len(batch.everyone())))[0]
     prompt_tokens = [len(model.render(m, tools)) for m in batch]
 
     from transformers.cache_utils import DynamicLayer
 
-    from clawsdk_plugins import models_transformers
+    from clawsdk_plugins import local_engine, models_transformers
 
     listing = "\n".join(f"-rw-r--r-- 1 agent agent {100 + 37 * i:>6} notes/file_{i:03d}.md" for i in range(20))
 
@@ -113,14 +121,36 @@ def main() -> None:
                 tg.start_soon(one, i)
         return [out[i] for i in range(len(msgs))]
 
+    def spread(i: int, turn: int) -> int:
+        return max(1, args.tokens * (1 + (i + turn) % 4) // 4)
+
+    def one_long(i: int, turn: int) -> int:
+        return args.tokens if (i + turn) % 8 == 0 else max(1, args.tokens // 8)
+
+    async def conversations(cap) -> tuple[float, int]:
+        total = []
+
+        async def talk(i):
+            msgs = list(batch[i])
+            for turn in range(3):
+                r = await model.chat(msgs, tools, max_tokens=cap(i, turn), temperature=0.0, timeout_s=600)
+                total.append(r.usage["completion_tokens"])
+                await anyio.sleep(0.2)  # the tool call
+                msgs += [r.message, {"role": "tool", "tool_call_id": f"call_{turn}", "content": listing}]
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for i in range(len(batch)):
+                tg.start_soon(talk, i)
+        return time.perf_counter() - started, sum(total)
+
     async def warm_up():
         # on another instruction, from nothing kept: the system prompt is then kept, as in any run after its
         # first call, and nothing else
         model.prefixes.clear()
         await timed(model, [[batch[0][0], {"role": "user", "content": "Warm up."}]], tools, 4, False)
 
-    async def run_all():
-        rows = {}
+    async def turns(rows: dict) -> None:
         await warm_up()
         rows["1 rollout"] = await timed(model, batch[:1], tools, args.tokens, False)
         await warm_up()
@@ -142,28 +172,50 @@ def main() -> None:
             rows["batched, concatenating cache"] = await timed(model, batch, tools, args.tokens, True)
         finally:
             models_transformers._GROWING.clear()
+
+    async def talks(rows: dict) -> None:
+        for name, cap in (("spread", spread), ("one long", one_long)):
+            await warm_up()
+            rows[f"conversations, {name}, joining"] = await conversations(cap)
+            await warm_up()
+            join, local_engine.Batch.join = local_engine.Batch.join, lambda self, n: []
+            try:
+                rows[f"conversations, {name}, batch to its end"] = await conversations(cap)
+            finally:
+                local_engine.Batch.join = join
+
+    async def run_all():
+        rows: dict = {}
+        if "turns" in cases:
+            await turns(rows)
+        if "conversations" in cases:
+            await talks(rows)
         return rows
 
     rows = anyio.run(run_all)
     print(f"model: {model.name}   load: {load_s:.2f} s   torch threads: {__import__('torch').get_num_threads()}")
     print(f"prompt tokens: {min(prompt_tokens)}-{max(prompt_tokens)}   max new tokens: {args.tokens}   "
           f"rollouts: {args.concurrency}")
-    print(f"{'case':<40}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
+    print(f"{'case':<48}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
     for label, (t, n) in rows.items():
-        print(f"{label:<40}{n:>8}{t:>10.2f}{n / t:>10.1f}")
+        print(f"{label:<48}{n:>8}{t:>10.2f}{n / t:>10.1f}")
     print(f"batch sizes: {sizes}")
 
     def rate(label):
         t, n = rows[label]
         return n / t
 
-    print(f"batched vs one after another: {rate('batched') / rate('one after another'):.2f}x tokens/s; "
-          f"vs 1 rollout: {rate('batched') / rate('1 rollout'):.2f}x")
-    print(f"kept caches vs nothing kept: first turn {rows['batched, nothing kept'][0] / rows['batched'][0]:.2f}x "
-          f"faster, second turn {rows['batched, 2nd turn, nothing kept'][0] / rows['batched, 2nd turn'][0]:.2f}x; "
-          f"room kept ahead vs concatenating: "
-          f"{rows['batched, concatenating cache'][0] / rows['batched'][0]:.2f}x faster")
-
+    if "turns" in cases:
+        print(f"batched vs one after another: {rate('batched') / rate('one after another'):.2f}x tokens/s; "
+              f"vs 1 rollout: {rate('batched') / rate('1 rollout'):.2f}x")
+        print(f"kept caches vs nothing kept: first turn {rows['batched, nothing kept'][0] / rows['batched'][0]:.2f}x "
+              f"faster, second turn {rows['batched, 2nd turn, nothing kept'][0] / rows['batched, 2nd turn'][0]:.2f}x; "
+              f"room kept ahead vs concatenating: "
+              f"{rows['batched, concatenating cache'][0] / rows['batched'][0]:.2f}x faster")
+    if "conversations" in cases:
+        for name in ("spread", "one long"):
+            ratio = rows[f"conversations, {name}, batch to its end"][0] / rows[f"conversations, {name}, joining"][0]
+            print(f"conversations ({name}), turns joining the batch vs each batch to its end: {ratio:.2f}x faster")
 
 if __name__ == "__main__":
     sys.exit(main())

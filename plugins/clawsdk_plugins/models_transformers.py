@@ -111,9 +111,10 @@ class TransformersModel(LocalChatModel):
     PREFIX_MIN_TOKENS = 128
     PREFIX_BYTES = 4 << 30
 
-    def _cache(self, rows: list[tuple[int, Any]], width: int, room: int) -> Any:
+    def _cache(self, rows: list[tuple[int, Any]], width: int, room: int, capacity: int = 0) -> Any:
         """A cache for len(rows) sequences: row i holds the first n tokens of its kept entry, left-aligned
-        in `width` columns (the rest masked off), with room for `room` more tokens before it grows."""
+        in `width` columns (the rest masked off), with room for `room` more tokens before it grows and
+        for `capacity` rows in all (rows that join later)."""
         from transformers import Cache
 
         cache = Cache(layers=[_growing_layer()() for _ in range(self._n_layers)])
@@ -122,15 +123,17 @@ class TransformersModel(LocalChatModel):
         some = next(entry for n, entry in rows if n)
         for li, layer in enumerate(cache.layers):
             k0, v0 = some[li]
-            keys = k0.new_zeros((len(rows), k0.shape[1], width + room, k0.shape[3]))
-            values = v0.new_zeros((len(rows), v0.shape[1], width + room, v0.shape[3]))
+            size = (max(capacity, len(rows)), k0.shape[1], width + room, k0.shape[3])
+            keys, values = k0.new_empty(size), v0.new_empty(size)
             for i, (n, entry) in enumerate(rows):
                 if n:
                     keys[i, :, :n] = entry[li][0][0, :, :n]
                     values[i, :, :n] = entry[li][1][0, :, :n]
+                keys[i, :, n:width] = 0  # masked off, but read: garbage could be inf or nan
+                values[i, :, n:width] = 0
             layer.lazy_initialization(keys, values)
             layer.room = (keys, values)
-            layer.keys, layer.values = keys[:, :, :width], values[:, :, :width]
+            layer.keys, layer.values = keys[:len(rows), :, :width], values[:len(rows), :, :width]
         return cache
 
     def _nearest(self, row: list[int]) -> tuple[int, Any]:
@@ -196,9 +199,7 @@ class TransformersModel(LocalChatModel):
 
     def _generate(self, batch: Batch) -> None:
         """Decode the batch's rows side by side, one token each per step. A row that ends is kept, handed
-        back and leaves; queued requests take the free places between steps. `mask` marks, per row,
-        which cache columns (and the column about to be fed) are its own; `positions` is where each row's
-        next token stands in its own sequence."""
+        back and leaves; queued requests take the free places between steps."""
         import torch
 
         head = batch.requests[0]
@@ -206,7 +207,8 @@ class TransformersModel(LocalChatModel):
         if head.seed is not None:
             generator = torch.Generator(device=self.hf_model.device).manual_seed(int(head.seed))
         tok = self.tokenizer
-        state = self._admit(None, batch.requests)
+        state = self._packed(None, [(r, *self.prefill(r.prompt_ids)) for r in batch.requests]) \
+            if self._plain_layers else self._padded(batch.requests)
         with torch.inference_mode():
             while state.rows:
                 out = self._forward(state.feed, state.cache, attention_mask=state.mask, position_ids=state.positions)
@@ -235,88 +237,158 @@ class TransformersModel(LocalChatModel):
                     if self._plain_layers:
                         self._keep_row(r, state.cache, b, state.mask[b])
                     batch.answer(r)
-                state.advance(stay, picked)
-                if self._plain_layers:  # the others decode on; queued requests take the places freed
-                    state = self._admit(state, batch.join(self.max_batch - len(state.rows)))
+                state.step(picked)
+                if not self._plain_layers:  # caches that cannot sit side by side: the rows that ended leave
+                    state = state.select(stay)
+                    continue
+                for b in reversed(range(len(state.rows))):
+                    if b not in stay:
+                        state.leave(b)
+                # the others decode on; queued requests take the places freed
+                state = self._join(state, batch.join(self.max_batch - len(state.rows)))
 
-    def _admit(self, state: _Rows | None, new: list[Request]) -> _Rows:
-        """The rows decoding now and `new` ones, side by side. A new row's prompt but its last token is
-        encoded from the kept entry that shares most with it (`prefill`) and put in columns 0..n of its
-        own row; its last token is fed at the next step. When rows have left, each row's columns are
-        packed to the left again once the columns nobody uses would cost more than the copy."""
+    def _join(self, state: _Rows, new: list[Request]) -> _Rows:
+        """The rows decoding and `new` ones. A new row's prompt but its last token is encoded from the
+        kept entry that shares most with it (`prefill`) and written into a free row of the cache;
+        its last token is what it is fed next. The cache is built anew, each row's own columns packed
+        to the left, when there is no room, and when the columns nobody uses (rows that started
+        short beside a long one that has left) would cost more than the copy."""
+        starts = [(r, *self.prefill(r.prompt_ids)) for r in new]
+        if not state.rows:
+            return self._packed(None, starts)
+        starts = [(r, n, entry) for r, n, entry in starts if not state.put(r, n, entry)]
+        used = int(state.mask.sum(1).max()) - 1
+        if starts or state.mask.shape[1] - 1 - used > max(256, used // 2):
+            return self._packed(state, starts)
+        return state
+
+    def _packed(self, state: _Rows | None, starts: list[tuple[Request, int, Any]]) -> _Rows:
+        """A new cache of the rows decoding and of `starts` (request, n, kept entry of its first n tokens):
+        each row's own columns left-aligned, the rest of its row masked off, then the column it is fed
+        next; room for max_batch rows and the answers ahead."""
         import torch
 
         device = self.hf_model.device
         rows = state.rows if state else []
-        if not self._plain_layers:  # caches that cannot sit side by side: left-padded prompts, encoded together
-            from transformers import DynamicCache
-
-            width = max(len(r.prompt_ids) for r in new)
-            pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids, default=0)
-            feed = torch.full((len(new), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(new), width), dtype=torch.long)
-            for i, r in enumerate(new):
-                feed[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
-                mask[i, width - len(r.prompt_ids):] = 1
-            mask = mask.to(device)
-            return _Rows(new, DynamicCache(config=self.hf_model.config), mask, feed,
-                         (mask.cumsum(-1) - 1).clamp(min=0))
-        length = state.mask.shape[1] - 1 if rows else 0  # the cache's columns; the last mask column is the feed's
-        used = int(state.mask.sum(1).max()) - 1 if rows else 0
-        if not new and length - used <= max(256, used // 2):
-            return state
-        parts: list[tuple[int, Any]] = []
+        parts = []
         for b in range(len(rows)):
+            cols = state.mask[b, :-1].nonzero().squeeze(1)
+            n = len(cols)
             layers = state.cache.layers
-            if new:  # the row as it is, gaps and all
-                parts.append((length, [(layer.keys[b:b + 1], layer.values[b:b + 1]) for layer in layers]))
-            else:  # packed: only the columns it uses
-                cols = state.mask[b, :-1].nonzero().squeeze(1)
-                parts.append((len(cols), [(layer.keys[b:b + 1].index_select(2, cols),
-                                           layer.values[b:b + 1].index_select(2, cols)) for layer in layers]))
-        starts = [self.prefill(r.prompt_ids) for r in new]
-        width = max(n for n, _ in parts + starts)
+            if n and int(cols[-1]) == n - 1:  # its first n columns
+                parts.append((n, [(layer.keys[b:b + 1], layer.values[b:b + 1]) for layer in layers]))
+            else:
+                parts.append((n, [(layer.keys[b:b + 1].index_select(2, cols),
+                                   layer.values[b:b + 1].index_select(2, cols)) for layer in layers]))
+        parts += [(n, entry) for _, n, entry in starts]
+        new = [r for r, _, _ in starts]
+        if not parts:
+            return _Rows([], None, None, None, None)
+        width = max(n for n, _ in parts)
         # room for the answers ahead (at most 512 tokens: past that it grows, as long answers are rare)
         room = 1 + min(512, max(r.max_new_tokens - len(r.token_ids) for r in rows + new))
-        mask = torch.zeros((len(parts) + len(starts), width + 1), dtype=torch.long, device=device)
+        mask = torch.zeros((len(parts), width + 1), dtype=torch.long, device=device)
         for i, (n, _) in enumerate(parts):
-            mask[i, :n] = state.mask[i, :n] if new else 1
-        for i, (n, _) in enumerate(starts, len(parts)):
             mask[i, :n] = 1
         mask[:, width] = 1
-        feed, positions = (state.feed, state.positions) if rows else (None, None)
-        if new:
-            feed = _stack(feed, torch.tensor([[r.prompt_ids[-1]] for r in new], dtype=torch.long, device=device))
-            positions = _stack(positions, torch.tensor([[n] for n, _ in starts], dtype=torch.long, device=device))
-        return _Rows(rows + new, self._cache(parts + starts, width, room), mask, feed, positions)
+        feed = torch.tensor([[r.prompt_ids[-1]] for r in new], dtype=torch.long, device=device)
+        positions = torch.tensor([[n] for _, n, _ in starts], dtype=torch.long, device=device)
+        if rows:
+            feed, positions = torch.cat([state.feed, feed]), torch.cat([state.positions, positions])
+        cache = self._cache(parts, width, room, capacity=self.max_batch)
+        return _Rows(rows + new, cache, mask, feed, positions)
+
+    def _padded(self, new: list[Request]) -> _Rows:
+        """For a model whose caches cannot sit side by side: the prompts left-padded, encoded together."""
+        import torch
+        from transformers import DynamicCache
+
+        tok = self.tokenizer
+        width = max(len(r.prompt_ids) for r in new)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else min(self.eos_ids, default=0)
+        feed = torch.full((len(new), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(new), width), dtype=torch.long)
+        for i, r in enumerate(new):
+            feed[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids, dtype=torch.long)
+            mask[i, width - len(r.prompt_ids):] = 1
+        mask = mask.to(self.hf_model.device)
+        return _Rows(new, DynamicCache(config=self.hf_model.config), mask, feed, (mask.cumsum(-1) - 1).clamp(min=0))
 
 
 class _Rows:
-    """A batch being decoded: its requests, their cache, which columns are whose, what to feed next."""
+    """A batch being decoded: its requests, their cache, `mask` (per row, which cache columns are its
+    own, and the column about to be fed), `feed` (the tokens fed next) and `positions` (where they
+    stand in their own sequences)."""
 
     def __init__(self, rows: list[Request], cache: Any, mask: Any, feed: Any, positions: Any):
         self.rows, self.cache, self.mask, self.feed, self.positions = rows, cache, mask, feed, positions
 
-    def advance(self, stay: list[int], picked: Any) -> None:
-        """After a step: the rows in `stay` go on, each fed the token it picked."""
+    def step(self, picked: Any) -> None:
+        """After a step: each row is fed the token it picked, in the next column."""
         import torch
 
-        if len(stay) < len(self.rows):
-            self.rows = [self.rows[b] for b in stay]
-            if not stay:
-                return
-            keep = torch.tensor(stay, dtype=torch.long, device=self.mask.device)
-            self.cache.batch_select_indices(keep)
-            self.mask, self.positions, picked = self.mask[keep], self.positions[keep], picked[keep]
         self.mask = torch.cat([self.mask, self.mask.new_ones((len(self.rows), 1))], dim=1)
         self.positions = self.positions[:, -1:] + 1
         self.feed = picked[:, None]
 
+    def select(self, stay: list[int]) -> _Rows:
+        """Only the rows `stay`, in the same cache."""
+        import torch
 
-def _stack(a: Any, b: Any) -> Any:
-    import torch
+        keep = torch.tensor(stay, dtype=torch.long, device=self.mask.device)
+        if stay:
+            self.cache.batch_select_indices(keep)
+        return _Rows([self.rows[b] for b in stay], self.cache, self.mask[keep], self.feed[keep], self.positions[keep])
 
-    return b if a is None else torch.cat([a, b])
+    # A cache built by `_cache` (growing layers) has room for more rows: rows leave and join in place.
+
+    def _view(self, n_rows: int, length: int) -> None:
+        for layer in self.cache.layers:
+            layer.keys, layer.values = layer.room[0][:n_rows, :, :length], layer.room[1][:n_rows, :, :length]
+
+    def leave(self, b: int) -> None:
+        """Row b goes: the last row takes its place (one row copied, not the cache)."""
+        last, length = len(self.rows) - 1, self.mask.shape[1] - 1
+        if b != last:
+            for layer in self.cache.layers:
+                for t in layer.room:
+                    t[b, :, :length] = t[last, :, :length]
+            for t in (self.mask, self.feed, self.positions):
+                t[b] = t[last]
+            self.rows[b] = self.rows[last]
+        self.rows.pop()
+        self.mask, self.feed, self.positions = self.mask[:last], self.feed[:last], self.positions[:last]
+        self._view(last, length)
+
+    def put(self, r: Request, n: int, entry: Any) -> bool:
+        """Row r, whose first n tokens `entry` holds, joins in a free row; False when there is no room."""
+        import torch
+
+        rows, length = len(self.rows), self.mask.shape[1] - 1
+        room = self.cache.layers[0].room
+        width = max(length, n)
+        if room is None or rows >= room[0].shape[0] or width + 1 > room[0].shape[2]:
+            return False
+        if n > length:  # the others' rows widen: the new columns are masked off for them
+            for layer in self.cache.layers:
+                for t in layer.room:
+                    t[:rows, :, length:n] = 0
+            gap = self.mask.new_zeros((rows, n - length))
+            self.mask = torch.cat([self.mask[:, :length], gap, self.mask[:, length:]], dim=1)
+        for layer, (k, v) in zip(self.cache.layers, entry or [(None, None)] * len(self.cache.layers)):
+            for t, src in zip(layer.room, (k, v)):
+                if n:
+                    t[rows, :, :n] = src[0, :, :n]
+                t[rows, :, n:width] = 0
+        own = self.mask.new_zeros((1, width + 1))
+        own[0, :n] = 1
+        own[0, width] = 1
+        self.mask = torch.cat([self.mask, own])
+        self.feed = torch.cat([self.feed, self.feed.new_tensor([[r.prompt_ids[-1]]])])
+        self.positions = torch.cat([self.positions, self.positions.new_tensor([[n]])])
+        self.rows.append(r)
+        self._view(rows + 1, width)
+        return True
 
 
 def _pick(logits: Any, temperature: float, top_p: float | None, generator: Any) -> Any:
@@ -352,21 +424,22 @@ def _growing_layer() -> Any:
                 if not self.is_initialized:
                     self.lazy_initialization(key_states, value_states)
                 n, add = self.get_seq_length(), key_states.shape[-2]
+                rows, heads = key_states.shape[:2]
                 room = self.room
-                if (room is None or n + add > room[0].shape[-2] or room[0].shape[:2] != key_states.shape[:2]
-                        or (n and self.keys.data_ptr() != room[0].data_ptr())):
+                if (room is None or n + add > room[0].shape[-2] or rows > room[0].shape[0]
+                        or heads != room[0].shape[1] or (n and self.keys.data_ptr() != room[0].data_ptr())):
                     # no room kept (a first update: exactly what it brings), too little, or the cache was
                     # replaced (batch_select_indices): a new buffer, half as big again as what it holds
                     size = n + add + (max(256, (n + add) // 2) if room is not None else 0)
-                    keys = key_states.new_empty((*key_states.shape[:2], size, key_states.shape[3]))
-                    values = value_states.new_empty((*value_states.shape[:2], size, value_states.shape[3]))
+                    shape = (max(rows, room[0].shape[0] if room is not None else 0), heads, size, key_states.shape[3])
+                    keys, values = key_states.new_empty(shape), value_states.new_empty(shape)
                     if n:
-                        keys[:, :, :n] = self.keys
-                        values[:, :, :n] = self.values
+                        keys[:rows, :, :n] = self.keys
+                        values[:rows, :, :n] = self.values
                     self.room = room = (keys, values)
-                room[0][:, :, n:n + add] = key_states
-                room[1][:, :, n:n + add] = value_states
-                self.keys, self.values = room[0][:, :, :n + add], room[1][:, :, :n + add]
+                room[0][:rows, :, n:n + add] = key_states
+                room[1][:rows, :, n:n + add] = value_states
+                self.keys, self.values = room[0][:rows, :, :n + add], room[1][:rows, :, :n + add]
                 return self.keys, self.values
 
         _GROWING.append(GrowingLayer)

@@ -402,15 +402,27 @@ def spy_decoding(model) -> list:
     return steps
 
 
+def nan_memory(model, monkeypatch) -> None:
+    """Memory a cache takes without writing it is nan, and attention reads every column (eager; sdpa on
+    CPU may skip masked ones): a column read that should not be changes every answer after it."""
+    import torch
+
+    model.hf_model.set_attn_implementation("eager")
+    empty = torch.Tensor.new_empty
+    monkeypatch.setattr(torch.Tensor, "new_empty", lambda self, *a, **kw: empty(self, *a, **kw).fill_(float("nan")))
+
+
 def alone(model, messages, max_tokens):
     """The answer the model gives this prompt with nothing beside it, nothing kept."""
     model.prefixes.clear()
     return anyio.run(lambda: model.chat(messages, None, max_tokens=max_tokens, timeout_s=60))
 
 
-def test_a_request_made_while_a_batch_decodes_joins_it_and_is_answered_when_its_row_ends(tiny_checkpoint):
+def test_a_request_made_while_a_batch_decodes_joins_it_and_is_answered_when_its_row_ends(tiny_checkpoint,
+                                                                                         monkeypatch):
     model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     model.load()
+    nan_memory(model, monkeypatch)
     steps = spy_decoding(model)
     prompts = {"long": [{"role": "user", "content": "w5 w6 w7"}],
                "wide": [{"role": "user", "content": " ".join(f"w{i}" for i in range(40))}],  # the other has gaps
@@ -467,3 +479,37 @@ def test_when_a_long_row_leaves_the_columns_nobody_uses_are_packed_away(tiny_che
     assert columns[0] > 600 and columns[-1] < 60, columns  # the short row went on in its own columns only
     assert short_answer.completion_token_ids == alone(model, short_prompt, 30).completion_token_ids
     assert short_answer.logprobs == pytest.approx(alone(model, short_prompt, 30).logprobs, abs=1e-3)
+
+
+def test_a_row_longer_than_the_batch_widens_it_in_place_and_unused_memory_never_reaches_an_answer(
+        tiny_checkpoint, monkeypatch):
+    model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
+    model.load()
+    nan_memory(model, monkeypatch)
+    steps = spy_decoding(model)
+    prompts = {"a": [{"role": "user", "content": "w5 w6 w7"}],
+               "b": [{"role": "user", "content": "w8 w9 w10 w11 w12"}],
+               "wide": [{"role": "user", "content": " ".join(f"w{i % 200}" for i in range(300))}]}
+    limits = {"a": 400, "b": 30, "wide": 10}  # a long answer: room ahead for the wide row to join in place
+
+    async def go():
+        out = {}
+
+        async def ask(name):
+            out[name] = await model.chat(prompts[name], None, max_tokens=limits[name], timeout_s=60)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask, "a")
+                tg.start_soon(ask, "b")
+                while len(steps) < 5:
+                    await anyio.sleep(0.005)
+                tg.start_soon(ask, "wide")  # 300 tokens: wider than the batch's 20-odd columns
+        return out
+
+    out = anyio.run(go)
+    assert 3 in [n for n, _ in steps] and max(c for _, c in steps) > 300  # it joined, widening the batch
+    for name in prompts:
+        want = alone(model, prompts[name], limits[name])
+        assert out[name].completion_token_ids == want.completion_token_ids
+        assert out[name].logprobs == pytest.approx(want.logprobs, abs=1e-3)
