@@ -95,9 +95,9 @@ def main() -> None:
     batch = prompts(args.concurrency)
     if args.prompt == "short":
         batch = [m[1:] for m in batch]
-    sizes: list[int] = []
+    sizes: list = []  # every batch served; its rows are known once it has served them
     generate = model._generate
-    model._generate = lambda batch: (generate(batch), sizes.append(len(batch.everyone())))[0]
+    model._generate = lambda batch: (sizes.append(batch), generate(batch))[1]
     prompt_tokens = [len(model.render(m, tools)) for m in batch]
 
     from transformers.cache_utils import DynamicLayer
@@ -199,7 +199,7 @@ def main() -> None:
     print(f"{'case':<48}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
     for label, (t, n) in rows.items():
         print(f"{label:<48}{n:>8}{t:>10.2f}{n / t:>10.1f}")
-    print(f"batch sizes: {sizes}")
+    print(f"batch sizes: {[len(b.everyone()) for b in sizes]}")
 
     def rate(label):
         t, n = rows[label]

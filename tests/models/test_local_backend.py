@@ -92,12 +92,13 @@ def test_concurrent_requests_are_batched_and_logprobs_match_the_model(tiny_check
 
     model = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     model.load()
-    batches: list[int] = []
+    batches: list = []
     generate = model._generate
-    model._generate = lambda batch: (generate(batch), batches.append(len(batch.everyone())))[0]
+    model._generate = lambda batch: (batches.append(batch), generate(batch))[1]
     prompts = [[{"role": "user", "content": " ".join(f"w{j}" for j in range(i + 1))}] for i in range(6)]
     out = answer_all(model, prompts, limit_s=60)
-    assert sum(batches) == 6 and max(batches) > 1
+    sizes = [len(b.everyone()) for b in batches]  # each row joins before it is answered
+    assert sum(sizes) == 6 and max(sizes) > 1
     # batched, left-padded greedy generation gives what the model gives one prompt alone
     alone = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=1)
     alone.hf_model, alone.tokenizer = model.hf_model, model.tokenizer  # the same weights, loaded once
