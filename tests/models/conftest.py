@@ -70,6 +70,7 @@ class StubServer:
                     reply = stub.script.pop(0) if stub.script else stub.default
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                    self.counted_out = False
                 try:
                     if self.path.rstrip("/") != "/v1/chat/completions":
                         self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -85,9 +86,15 @@ class StubServer:
                         return
                     if reply.delay:
                         stub.release.wait(reply.delay)
+                    self._left()  # before the answer goes: the client may send its next request at once
                     self._send(reply.status, reply.body, reply.headers)
                 finally:
-                    with stub.lock:
+                    self._left()
+
+            def _left(self) -> None:
+                with stub.lock:
+                    if not self.counted_out:
+                        self.counted_out = True
                         stub.in_flight -= 1
 
             def _send(self, status: int, body: Any, headers: dict | None = None) -> None:
