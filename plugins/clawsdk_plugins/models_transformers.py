@@ -185,9 +185,7 @@ class TransformersModel(LocalChatModel):
         tokens = tuple(r.prompt_ids) + tuple(r.token_ids[:-1])
         if len(tokens) < self.PREFIX_MIN_TOKENS:
             return
-        cols = columns.nonzero().squeeze(1)
-        self._keep(tokens, [(layer.keys[b:b + 1].index_select(2, cols), layer.values[b:b + 1].index_select(2, cols))
-                            for layer in cache.layers])
+        self._keep(tokens, _columns(cache, b, columns.nonzero().squeeze(1)))
 
     def _forward(self, ids: Any, cache: Any, **kwargs: Any) -> Any:
         """The model on `ids` after what `cache` holds, which it extends; the logits of the last position
@@ -274,12 +272,10 @@ class TransformersModel(LocalChatModel):
         for b in range(len(rows)):
             cols = state.mask[b, :-1].nonzero().squeeze(1)
             n = len(cols)
-            layers = state.cache.layers
             if n and int(cols[-1]) == n - 1:  # its first n columns
-                parts.append((n, [(layer.keys[b:b + 1], layer.values[b:b + 1]) for layer in layers]))
+                parts.append((n, [(layer.keys[b:b + 1], layer.values[b:b + 1]) for layer in state.cache.layers]))
             else:
-                parts.append((n, [(layer.keys[b:b + 1].index_select(2, cols),
-                                   layer.values[b:b + 1].index_select(2, cols)) for layer in layers]))
+                parts.append((n, _columns(state.cache, b, cols)))
         parts += [(n, entry) for _, n, entry in starts]
         new = [r for r, _, _ in starts]
         if not parts:
@@ -444,6 +440,12 @@ def _growing_layer() -> Any:
 
         _GROWING.append(GrowingLayer)
     return _GROWING[0]
+
+
+def _columns(cache: Any, b: int, cols: Any) -> list[tuple[Any, Any]]:
+    """Row b of a cache, only the columns `cols`: per layer (keys, values) at batch size 1."""
+    return [(layer.keys[b:b + 1].index_select(2, cols), layer.values[b:b + 1].index_select(2, cols))
+            for layer in cache.layers]
 
 
 def _nbytes(entry: Any) -> int:
