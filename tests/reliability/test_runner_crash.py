@@ -7,7 +7,10 @@ import sys
 
 import pytest
 
+import anyio
+
 from clawsdk import Store, load_tasks, run_sync
+from clawsdk.runtime.oracle import OracleAgent
 from clawsdk.runtime.runner import DuplicateTaskId, RunFailed
 from tests.conftest import make_task
 
@@ -36,6 +39,20 @@ def assert_resumes_to_the_end(tasks, db, run_id):
     return result
 
 
+class FirstThreeThenWaits(OracleAgent):
+    """The first three rollouts run their solution; later ones would take a minute each, so only a run
+    that stops on the store's failure ends before it (however fast this machine runs the first three)."""
+
+    def __init__(self):
+        self.started = 0
+
+    async def run(self, ctx):
+        self.started += 1
+        if self.started > 3:
+            await anyio.sleep(20)
+        await super().run(ctx)
+
+
 def test_a_store_that_refuses_a_write_ends_the_run_failed_and_nothing_running(tmp_path, db, monkeypatch):
     tasks = six_tasks(tmp_path)
     calls = {"n": 0}
@@ -49,7 +66,7 @@ def test_a_store_that_refuses_a_write_ends_the_run_failed_and_nothing_running(tm
 
     monkeypatch.setattr(Store, "finish_rollout", refuse_the_third)
     with pytest.raises(RunFailed) as caught:
-        run_sync(tasks, db=db, run_id="crash", concurrency=2)
+        run_sync(tasks, db=db, run_id="crash", concurrency=2, agent=FirstThreeThenWaits())
     message = str(caught.value)
     assert "run crash failed: the store refused a write (OperationalError: disk I/O error)" in message
     assert "--run-id crash" in message and "\n" not in message
@@ -61,8 +78,8 @@ def test_a_store_that_refuses_a_write_ends_the_run_failed_and_nothing_running(tm
     assert not [r for r in rollouts if r["status"] in ("running", "retrying")]
     # the ones in flight are unscored and resumable, never a zero
     assert all(r["scored"] == 0 for r in rollouts if r["status"] == "cancelled")
-    # the run stopped instead of running rollouts nobody could see
-    assert len(caught.value.result.outcomes) < len(tasks)
+    # the run stopped instead of running rollouts nobody could see: the ones still working were cancelled
+    assert sorted(o.task_id for o in caught.value.result.outcomes) == ["t0", "t1", "t2"]
     assert_resumes_to_the_end(tasks, db, "crash")
 
 
