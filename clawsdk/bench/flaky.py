@@ -63,10 +63,9 @@ async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
     """Produce the task's final workspace once and verify it `passes` times."""
     from clawsdk.runtime.oracle import OracleAgent
 
-    if sandbox == "auto":
-        from clawsdk.sandbox.capabilities import default_sandbox
+    from clawsdk.sandbox.capabilities import choose_sandbox
 
-        sandbox = default_sandbox()
+    sandbox = choose_sandbox(sandbox)
     registry = get_registry()
     make = registry.get("sandboxes", sandbox)
     result = Reverification(task_id=task.id, task_hash=task.hash)

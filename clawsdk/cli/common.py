@@ -89,6 +89,18 @@ def fmt_reward(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def announce_sandbox(name: str) -> str:
+    """The backend a `--sandbox` option names (`auto` chosen here), after saying on stderr what it
+    exposes, if anything (`local` isolates nothing)."""
+    from clawsdk.sandbox.capabilities import backend_warning, choose_sandbox
+
+    name = choose_sandbox(name)
+    warning = backend_warning(name)
+    if warning:
+        err_console.print(warning, style="yellow", markup=False, highlight=False)
+    return name
+
+
 def parse_options(pairs: tuple[str, ...], what: str) -> dict[str, Any]:
     """KEY=VALUE pairs; values parsed as YAML scalars (numbers, booleans), else kept as text."""
     import yaml

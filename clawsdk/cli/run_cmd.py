@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clawsdk.cli.common import (console, db_option, err_console, fmt_reward, friendly_errors, load_all,  # noqa: F401
-                                parse_options, print_task_errors)
+from clawsdk.cli.common import (announce_sandbox, console, db_option, err_console, fmt_reward,  # noqa: F401
+                                friendly_errors, load_all, parse_options, print_task_errors)
 from clawsdk.cli.options import agent_options, json_option, rollout_options
 from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
 from clawsdk.sandbox.base import SandboxConfig
@@ -50,15 +50,7 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
     print_task_errors(errors)
     if not loaded:
         raise click.ClickException("no task could be read")
-    if sandbox == "auto":
-        from clawsdk.sandbox.capabilities import default_sandbox
-
-        sandbox = default_sandbox()
-    from clawsdk.sandbox.capabilities import backend_warning
-
-    warning = backend_warning(sandbox)
-    if warning:
-        err_console.print(warning, style="yellow", markup=False, highlight=False)
+    sandbox = announce_sandbox(sandbox)
     options = parse_options(agent_opts, "--agent-opt")
     if model:
         options["model"] = model

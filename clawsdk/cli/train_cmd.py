@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from clawsdk.cli.common import console, db_option, friendly_errors, parse_options
+from clawsdk.cli.common import announce_sandbox, console, db_option, friendly_errors, parse_options
 from clawsdk.cli.options import concurrency_option, opts_option, sandbox_option, trainer_options
 from clawsdk.store.store import Store
 
@@ -108,7 +108,8 @@ def sft_command(
 @click.option("--tasks-per-step", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--max-steps", type=click.IntRange(1), default=10, show_default=True)
 @click.option("--lr", type=float, default=1e-6, show_default=True)
-@sandbox_option("local", "Sandbox of the training rollouts.")
+@sandbox_option("auto", "Sandbox of the training rollouts, where the policy's commands run; auto is bwrap where "
+                        "bubblewrap works, else local (which isolates nothing).")
 @concurrency_option(8)
 @click.option("--max-turns", type=click.IntRange(1), default=6, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(1), default=256, show_default=True, help="Per model turn.")
@@ -144,7 +145,7 @@ def grpo_command(
         tasks_per_step=tasks_per_step,
         max_steps=max_steps,
         lr=lr,
-        sandbox=sandbox,
+        sandbox=announce_sandbox(sandbox),
         concurrency=concurrency,
         max_turns=max_turns,
         max_tokens=max_tokens,

@@ -357,9 +357,9 @@ def _next_sample(db: Path, run_id: str, task_id: str) -> int:
 def resolve_sandbox(config: ServeConfig, registry: Registry) -> str:
     """The backend sessions get: `auto` is bwrap where it works (as for `clawsdk run`); refuses a backend
     that cannot give the task what it needs, before any client connects."""
-    from clawsdk.sandbox.capabilities import check_tasks, default_sandbox
+    from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox
 
-    name = default_sandbox() if config.sandbox == "auto" else config.sandbox
+    name = choose_sandbox(config.sandbox)
     check_tasks([config.task], registry.get("sandboxes", name)(config.sandbox_config).capabilities, name)
     return name
 

@@ -30,7 +30,7 @@ from clawsdk.runtime.rollout import record_cancelled, record_ending, record_star
 from clawsdk.runtime.rollout import first_leaf
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk.sandbox.capabilities import check_tasks, default_sandbox, release_idle
+from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle
 from clawsdk.store.store import Store, default_db_path
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task
@@ -122,8 +122,7 @@ async def run(
     registry = get_registry()
     the_agent = _load_agent(agent, agent_options or {})
     cfg = sandbox_config or SandboxConfig()
-    if sandbox == "auto":
-        sandbox = default_sandbox()
+    sandbox = choose_sandbox(sandbox)
     # fail now, not in every rollout: an unknown backend, or tasks that need what it cannot give
     check_tasks(tasks, registry.get("sandboxes", sandbox)(cfg).capabilities, sandbox)
     if isinstance(executor, str):

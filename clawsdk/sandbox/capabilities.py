@@ -109,6 +109,11 @@ def backend_status(name: str) -> tuple[str | None, Capabilities | None]:
     return unavailable_reason(name), caps
 
 
+def choose_sandbox(name: str) -> str:
+    """The backend a sandbox option names: `auto` is `default_sandbox()`, any other name itself."""
+    return default_sandbox() if name == "auto" else name
+
+
 @functools.lru_cache(maxsize=1)
 def default_sandbox() -> str:
     """`bwrap` where bubblewrap works, else `local` (which isolates nothing: trusted tasks only)."""

@@ -211,12 +211,16 @@ async def _attempt(task: Task, agent: Any, sandbox: str) -> GateRun:
     return GateRun(r.verdict.score, None, detail)
 
 
-async def execution_gate(task: Task, sandbox: str = "local") -> dict[str, Any]:
-    """Run the verifier on the untouched workspace and after the reference solution.
+async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
+    """Run the verifier on the untouched workspace and after the reference solution, in `sandbox`:
+    both are model-written code, so `auto` is bwrap where it works.
 
     Raises GateFailure with what went wrong (fed back to the model in a repair round).
     """
     from clawsdk.runtime.oracle import OracleAgent
+    from clawsdk.sandbox.capabilities import choose_sandbox
+
+    sandbox = choose_sandbox(sandbox)
 
     base = await _attempt(task, _Untouched(), sandbox)
     out: dict[str, Any] = {"untouched_score": base.score}

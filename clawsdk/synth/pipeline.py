@@ -54,7 +54,7 @@ class RouteOptions:
     dedup_threshold: float | None = None
     concurrency: int = 4                    # model calls at once
     sandboxes: int = 2                      # execution gates at once
-    sandbox: str = "local"
+    sandbox: str = "auto"                   # of the execution gate, which runs model-written code
     max_tokens: int = 4096
     temperature: float = 0.7
     model_name: str = ""

@@ -76,14 +76,16 @@ class SynthResult:
 
 async def synthesize_procedural(families: Sequence[Family], n: int, seed: int, out: str | Path, *,
                                 records: SynthRecords | None, run_id: str, difficulty: str = "mixed",
-                                validate: bool = True, sandbox: str = "local", concurrency: int = 4,
+                                validate: bool = True, sandbox: str = "auto", concurrency: int = 4,
                                 progress: Progress | None = None) -> SynthResult:
     """Generate, validate (untouched fails, reference passes) and write n tasks, recording each stage.
 
     A rerun with the same run_id skips candidates that already reached a final status.
     """
+    from clawsdk.sandbox.capabilities import choose_sandbox
     from clawsdk.tasks.validate import validate_task
 
+    sandbox = choose_sandbox(sandbox)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     config = {"families": [f.name for f in families], "n": n, "seed": seed, "difficulty": difficulty,

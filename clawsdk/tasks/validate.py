@@ -57,10 +57,9 @@ class _Idle:
 
 async def validate_task(task: Task, sandbox: str = "auto", config: SandboxConfig | None = None) -> Validation:
     registry = get_registry()
-    if sandbox == "auto":
-        from clawsdk.sandbox.capabilities import default_sandbox
+    from clawsdk.sandbox.capabilities import choose_sandbox
 
-        sandbox = default_sandbox()
+    sandbox = choose_sandbox(sandbox)
     make = registry.get("sandboxes", sandbox)
     cfg = config or SandboxConfig()
     v = Validation(task_id=task.id, has_solution=bool(task.solution),

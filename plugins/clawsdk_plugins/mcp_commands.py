@@ -79,10 +79,10 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     from clawsdk.mcp.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
     from clawsdk.runtime.runner import new_run_id
     from clawsdk.sandbox.base import SandboxConfig
-    from clawsdk.sandbox.capabilities import default_sandbox
+    from clawsdk.sandbox.capabilities import choose_sandbox
 
     the_task = _one_task(task)
-    backend = default_sandbox() if sandbox == "auto" else sandbox
+    backend = choose_sandbox(sandbox)
     store = Path(db) if db else (_db(None) if use_http else default_stdio_db())
     config = ServeConfig(task=the_task, db=store, run_id=run_id or "serve-" + new_run_id(), sandbox=backend,
                          sandbox_config=SandboxConfig(root=sandbox_root), timeout_s=timeout_s,

@@ -18,7 +18,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from clawsdk.cli.common import console, db_option, err_console, friendly_errors, parse_options
+from clawsdk.cli.common import announce_sandbox, console, db_option, err_console, friendly_errors, parse_options
+from clawsdk.cli.options import sandbox_option
 from clawsdk.errors import TaskFormatError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.store.store import Store, default_db_path
@@ -118,7 +119,7 @@ def families_command(as_json):
 @click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="Folder for the tasks.")
 @click.option("--validate/--no-validate", default=True, show_default=True,
               help="Run each task: untouched workspace must fail, reference solution must pass.")
-@click.option("--sandbox", "-s", default="local", show_default=True, help="Sandbox for validation.")
+@sandbox_option("auto", "Sandbox of validation; auto is bwrap where bubblewrap works, else local.")
 @click.option("--concurrency", "-c", default=4, show_default=True, type=click.IntRange(1))
 @click.option("--run-id", default=None, help="Name the synthesis run; rerunning an id resumes it.")
 @db_option
@@ -131,6 +132,8 @@ def procedural_command(families, n, seed, difficulty, out, validate, sandbox, co
     from clawsdk.synth.records import SynthRecords
 
     fams = resolve_families(families)
+    if validate:
+        sandbox = announce_sandbox(sandbox)
     run_id = run_id or _default_run_id("procedural", {"f": [f.name for f in fams], "n": n, "seed": seed,
                                                       "d": difficulty, "out": str(Path(out).resolve())})
     progress, bar = _progress("procedural", as_json)
@@ -181,7 +184,8 @@ def _route_options(fn):
                      help="Similarity at which a candidate counts as a duplicate."),
         click.option("--concurrency", "-c", default=4, show_default=True, type=click.IntRange(1),
                      help="Model calls at once."),
-        click.option("--sandbox", "-s", default="local", show_default=True, help="Sandbox of the execution gate."),
+        sandbox_option("auto", "Sandbox of the execution gate, which runs the model's solution and check.py; auto "
+                               "is bwrap where bubblewrap works, else local (which isolates nothing)."),
         click.option("--max-tokens", default=4096, show_default=True, type=click.IntRange(16)),
         click.option("--temperature", default=0.7, show_default=True, type=float),
         click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="Folder for the tasks."),
@@ -207,6 +211,7 @@ def _run_route(route: str, kw: dict, **route_kw) -> None:
                 "out": str(out.resolve()), **{k: v for k, v in route_kw.items() if k in ("k_operations", "supporting", "primary_skills")},
                 "skills": [s.name for s in route_kw.get("skills", [])]}
     run_id = kw["run_id"] or _default_run_id(route, identity)
+    kw["sandbox"] = announce_sandbox(kw["sandbox"])
     ro = RouteOptions(route=route, n=kw["n"], seed=kw["seed"], out=out, run_id=run_id, categories=cats,
                       repair_rounds=kw["repair_rounds"], rubric=kw["rubric"], dedup=kw["dedup"],
                       dedup_threshold=kw["dedup_threshold"], concurrency=kw["concurrency"], sandbox=kw["sandbox"],

@@ -65,10 +65,10 @@ class TrlGrpoTrainer:
     being trained, works the task in a fresh sandbox through the task's MCP tools, and the verifier's
     score is the reward. Each task gets G rollouts (a group); tool results are masked out of the loss.
 
-    Options: model, num_generations (G), tasks_per_step, max_steps, lr, beta, temperature, sandbox,
-    concurrency, max_turns, max_tokens (per model turn), turn_timeout_s, use_vllm (auto: on a GPU
-    with vllm installed), lora (+ lora_r, lora_alpha), seed, threads, agent (extra tool-loop options),
-    checkpointing (auto: on when a step's activations would not fit in half the free memory).
+    Options: model, num_generations (G), tasks_per_step, max_steps, lr, beta, temperature, sandbox (auto:
+    bwrap where it works, as for `clawsdk run`: the policy's commands run in it), concurrency, max_turns,
+    max_tokens (per model turn), turn_timeout_s, use_vllm (auto: on a GPU with vllm installed), lora
+    (+ lora_r, lora_alpha), seed, threads, agent (extra tool-loop options), checkpointing (auto: on when a step's activations would not fit in half the free memory).
     """
 
     name = "trl-grpo"
@@ -83,7 +83,7 @@ class TrlGrpoTrainer:
         lr: float = 1e-6,
         beta: float = 0.0,
         temperature: float = 1.0,
-        sandbox: str = "local",
+        sandbox: str = "auto",
         concurrency: int = 8,
         max_turns: int = 6,
         max_tokens: int = 256,
@@ -259,7 +259,10 @@ class TrlGrpoTrainer:
         from clawsdk.data.export import load_rows
         from clawsdk.store.store import Store, default_db_path
 
+        from clawsdk.sandbox.capabilities import choose_sandbox
+
         o = self.opts
+        o["sandbox"] = choose_sandbox(o["sandbox"])  # the checkpoint card records the one that ran
         out = Path(out)
         db = Path(db) if db is not None else default_db_path()
         started = time.perf_counter()

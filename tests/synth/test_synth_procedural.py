@@ -78,7 +78,7 @@ def test_cli_writes_valid_tasks_records_every_gate_and_resumes(tmp_path):
             "--run-id", "p1", "--json"]
     result = CliRunner().invoke(synth_group, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["status"] == {"accepted": 14} and report["validity"] == 1.0
     assert dict(report["gates"]) == {"generate": 14, "untouched_fails": 14, "reference_passes": 14, "assemble": 14}
     assert len(report["groups"]) == len(FAMILIES)
@@ -93,5 +93,5 @@ def test_cli_writes_valid_tasks_records_every_gate_and_resumes(tmp_path):
     # a rerun skips what is done; a deleted task folder is made again
     (out / folders[0] / "task.yaml").unlink()
     again = CliRunner().invoke(synth_group, args, catch_exceptions=False)
-    assert json.loads(again.output)["skipped_already_done"] == 13
+    assert json.loads(again.stdout)["skipped_already_done"] == 13
     assert (out / folders[0] / "task.yaml").exists()

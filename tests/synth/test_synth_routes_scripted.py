@@ -13,6 +13,7 @@ from clawsdk.synth.records import SynthRecords
 from clawsdk.tasks.native import load_task
 from clawsdk.tasks.validate import validate_task
 from clawsdk_plugins.synth import synth_group
+from tests.sandbox.sandbox_backends import skip_unless_available
 
 INSTRUCTION = ("My expenses for the trip are in expenses.csv (columns category,amount). Add up the amounts per "
                "category and write totals.json, a JSON object mapping each category to its total as a number. "
@@ -59,9 +60,13 @@ RUBRIC = json.dumps([{"name": "totals are faithful", "file_path": "totals.json",
 
 
 class Script:
-    def __init__(self, fail_verifier: bool = False):
+    def __init__(self, fail_verifier: bool = False, prelude: str = ""):
         self.drafts = 0
         self.fail_verifier = fail_verifier
+        self.prelude = prelude  # code every check.py runs first
+
+    def check(self, code: str) -> str:
+        return code.replace("```python\n", "```python\n" + self.prelude) if "```" in code else self.prelude + code
 
     def __call__(self, messages: list[dict]) -> str | int:
         last = messages[-1]["content"]
@@ -77,11 +82,11 @@ class Script:
         if "Write the full content of the input file notes.txt" in last:
             return "We spent most of the money on the train.\n"
         if "That check.py failed its execution test" in last:
-            return GOOD_CHECK
+            return self.check(GOOD_CHECK)
         if "Write a Python 3 program check.py" in whole:
             if self.fail_verifier:
                 return 500
-            return BAD_CHECK if "Thanks!" in whole else GOOD_CHECK
+            return self.check(BAD_CHECK if "Thanks!" in whole else GOOD_CHECK)
         if "rubric rules" in whole:
             return RUBRIC
         return "I do not understand."
@@ -103,7 +108,7 @@ def test_persona_route_repairs_a_verifier_rejects_a_leak_and_removes_a_duplicate
     out, db = tmp_path / "out", tmp_path / "synth.db"
     result = invoke(route_args("persona", server, out, db, ["--json"]))
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["status"] == {"accepted": 1, "rejected": 2}
     assert abs(report["validity"] - 1 / 3) < 1e-9
 
@@ -141,7 +146,7 @@ def test_persona_route_repairs_a_verifier_rejects_a_leak_and_removes_a_duplicate
     # a rerun of the run id resumes: everything is final, so no model call is made
     before = len(server.requests)
     again = invoke(route_args("persona", server, out, db, ["--json"]))
-    assert json.loads(again.output)["status"] == {"accepted": 1, "rejected": 2}
+    assert json.loads(again.stdout)["status"] == {"accepted": 1, "rejected": 2}
     assert len(server.requests) == before
 
 
@@ -150,14 +155,14 @@ def test_an_interrupted_synthesis_resumes_at_the_stage_that_failed(tmp_path, scr
     server = scripted_server(script)
     out, db = tmp_path / "out", tmp_path / "synth.db"
     first = invoke(route_args("persona", server, out, db, ["--json", "--n", "1"]))
-    assert json.loads(first.output)["status"] == {"error": 1}
+    assert json.loads(first.stdout)["status"] == {"error": 1}
     with Store(db) as store:
         (cand,) = SynthRecords(store).candidates("persona-test")
         assert cand["stage"] == "verifier" and "ModelError" in cand["reason"]
     drafts = script.drafts
     script.fail_verifier = False
     second = invoke(route_args("persona", server, out, db, ["--json", "--n", "1"]))
-    assert json.loads(second.output)["status"] == {"accepted": 1}
+    assert json.loads(second.stdout)["status"] == {"accepted": 1}
     assert script.drafts == drafts  # the draft, judge and workspace were not asked for again
     assert (out / "persona-test-00000" / "task.yaml").exists()
 
@@ -171,9 +176,29 @@ def test_skill_route_grounds_tasks_in_a_skill_md(tmp_path, scripted_server):
     server = scripted_server(Script())
     out, db = tmp_path / "out", tmp_path / "synth.db"
     result = invoke(route_args("skill", server, out, db, ["--skills", str(skills), "--n", "1", "--json"]))
-    assert json.loads(result.output)["status"] == {"accepted": 1}, result.output
+    assert json.loads(result.stdout)["status"] == {"accepted": 1}, result.output
     prompt = server.requests[0][-1]["content"]
     assert "# Primary skill" in prompt and "Use the charts conventions." in prompt  # sorted: charts first
     assert "# Supporting skills" in prompt and "ledger" in prompt
     task = load_task(out / "skill-test-00000")
     assert task.provenance["primary"] == "charts" and task.provenance["supporting"] == ["ledger"]
+
+
+def test_the_execution_gate_runs_model_written_code_isolated_by_default(tmp_path, scripted_server):
+    """check.py and the reference solution come from a model: with no --sandbox they run in bwrap, so
+    code that reaches for the host's files finds none of them."""
+    skip_unless_available("bwrap")
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "secret.txt").write_text("the host's own file\n")
+    reach = (f"import pathlib\nfor name, act in (('secret.txt', 'read'), ('escaped.txt', 'write')):\n"
+             f"    try:\n        p = pathlib.Path({str(host)!r}) / name\n"
+             f"        p.read_text() if act == 'read' else p.write_text('out')\n"
+             f"        pathlib.Path({str(host)!r}, 'reached-' + name).write_text('')\n"
+             f"    except OSError:\n        pass\n")
+    server = scripted_server(Script(prelude=reach))
+    out, db = tmp_path / "out", tmp_path / "synth.db"
+    result = invoke(route_args("persona", server, out, db, ["--json", "--n", "1"]))
+    assert json.loads(result.stdout)["status"] == {"accepted": 1}, result.output  # the gate ran check.py twice
+    assert sorted(p.name for p in host.iterdir()) == ["secret.txt"]  # neither read nor written from the gate
+    assert "isolates nothing" not in result.output

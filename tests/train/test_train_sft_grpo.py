@@ -17,6 +17,7 @@ from clawsdk.models import toolcalls
 from clawsdk.runtime.runner import run_sync
 from clawsdk.store.store import Store
 from clawsdk.tasks.model import Limits, Task, ToolPolicy, VerifierSpec
+from tests.sandbox.sandbox_backends import why_unavailable
 
 
 def hello_task(task_id: str = "hello", text: str = "hello world") -> Task:
@@ -201,6 +202,8 @@ def test_one_grpo_step_runs_its_group_as_sandbox_rollouts(base_model, tmp_path):
         rollouts = store.rollouts("grpo-test-g00000")
         assert len(rollouts) == 2 and all(r["status"] == "finished" for r in rollouts)
         assert {r["sample"] for r in rollouts} == {0, 1}  # one group of G=2 for the one task
+        # the policy's commands ran in the isolating sandbox, where it works, without asking for it
+        assert store.run("grpo-test-g00000")["sandbox"] == ("bwrap" if why_unavailable("bwrap") is None else "local")
         for r in rollouts:
             kinds = [e["kind"] for e in store.events(r["id"])]
             assert "model_response" in kinds and "verifier" in kinds
