@@ -68,7 +68,8 @@ class TrlGrpoTrainer:
     Options: model, num_generations (G), tasks_per_step, max_steps, lr, beta, temperature, sandbox (auto:
     bwrap where it works, as for `clawsdk run`: the policy's commands run in it), concurrency, max_turns,
     max_tokens (per model turn), turn_timeout_s, use_vllm (auto: on a GPU with vllm installed), lora
-    (+ lora_r, lora_alpha), seed, threads, agent (extra tool-loop options), checkpointing (auto: on when a step's activations would not fit in half the free memory).
+    (+ lora_r, lora_alpha), seed, threads, agent (extra tool-loop options), checkpointing
+    (auto: on when a step's activations would not fit in half the free memory).
     """
 
     name = "trl-grpo"
