@@ -86,6 +86,15 @@ def plan_step(setting: Any, config: Any, rows: int, length: int, split: bool = T
     return micro, need > budget, f"auto; {what}"
 
 
+def checkpointing_arg(config_class: Any, on: bool) -> dict[str, bool]:
+    """The training argument that turns activation checkpointing on: `activation_checkpointing` where
+    transformers has it (5.x deprecates `gradient_checkpointing`, warning on every run), else the old name."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(config_class)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": on}
+
+
 def _lora_config(r: int, alpha: int | None, dropout: float) -> Any:
     from peft import LoraConfig
 

@@ -21,6 +21,7 @@ from clawsdk_plugins.train_common import (
     _lora_config,
     _record_checkpoint,
     _save,
+    checkpointing_arg,
     plan_step,
     resolve_base,
 )
@@ -306,7 +307,7 @@ class TrlGrpoTrainer:
             dataloader_num_workers=0,
             disable_tqdm=True,
             max_completion_length=o["max_tokens"] * o["max_turns"],
-            gradient_checkpointing=checkpointing,
+            **checkpointing_arg(GRPOConfig, checkpointing),
         )
         prefix = run_prefix or f"grpo-{time.strftime('%Y%m%d-%H%M%S')}"
 

@@ -22,6 +22,7 @@ from clawsdk_plugins.train_common import (
     _losses,
     _record_checkpoint,
     _save,
+    checkpointing_arg,
     plan_step,
     resolve_base,
 )
@@ -158,7 +159,7 @@ class TrlSftTrainer:
             bf16=cuda,
             dataloader_num_workers=0,
             disable_tqdm=True,
-            gradient_checkpointing=checkpointing,
+            **checkpointing_arg(SFTConfig, checkpointing),
         )
         peft_config = _lora_config(o["lora_r"], o["lora_alpha"], o["lora_dropout"]) if o["lora"] else None
         trainer = SFTTrainer(
