@@ -19,7 +19,8 @@ tool-loop agent at temperature 0:
   grpo       GRPO from the sft checkpoint on the training tasks, verifier score as reward
 
 Prints, per split and condition, the pass rate (Wilson 95% CI) and mean verifier score (bootstrap
-95% CI), paired differences (sft against each control, grpo against sft) and the cost of every
+95% CI), how the rollouts ended (passed, failed the verifier, out of turns, ...; turns cut at the token
+cap, malformed calls), paired differences (sft against each control, grpo against sft) and the cost of every
 stage. Everything lands in one store (--out/learning.db); runs are named by their content, so a
 rerun resumes finished rollouts, and a checkpoint folder that already holds a trained model is
 reused (delete it to train again). --tiny runs every condition on a few tasks with a tiny random
@@ -34,6 +35,7 @@ import json
 import math
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from clawsdk.bench.estimators import bootstrap_mean, paired_test
@@ -89,6 +91,33 @@ def nearest_solutions(held: list, train: list) -> list:
         best = max(range(len(train)), key=lambda i: hasher.similarity(v, vectors[i]))
         out.append(t.model_copy(update={"solution": train[best].solution}))
     return out
+
+
+def endings(db: Path, run_id: str) -> dict:
+    """How a run's rollouts ended and what its model turns did: what a pass rate alone hides."""
+    with Store(db) as store:
+        rows = store.query("SELECT failure_kind, passed, error, n_tool_calls FROM rollouts WHERE run_id = ?",
+                           [run_id])
+        events = store.query(
+            """SELECT e.kind, json_extract(e.payload, '$.finish_reason') AS finish,
+                      json_extract(e.payload, '$.kind') AS error_kind
+               FROM events e JOIN rollouts r ON r.id = e.rollout_id AND r.attempt = e.attempt
+               WHERE r.run_id = ? AND e.kind IN ('model_response', 'error')""", [run_id])
+    ended: Counter = Counter()
+    for r in rows:
+        if r["passed"] == 1:
+            ended["passed"] += 1
+        elif r["failure_kind"] == "ok":
+            ended["ended by itself, failed its verifier"] += 1
+        elif "max_turns" in (r["error"] or ""):
+            ended["out of turns"] += 1
+        else:
+            ended[r["failure_kind"] or "unfinished"] += 1
+    turns = [e for e in events if e["kind"] == "model_response"]
+    return {"ended": dict(ended.most_common()), "model_turns": len(turns),
+            "turns_at_token_cap": sum(e["finish"] == "length" for e in turns),
+            "malformed_calls": sum(e["error_kind"] == "malformed_tool_call" for e in events),
+            "tool_calls": sum(r["n_tool_calls"] or 0 for r in rows)}
 
 
 def card(folder: Path) -> dict | None:
@@ -189,7 +218,7 @@ class Experiment:
         return str(ckpt), m
 
 
-def report(results: dict, held: dict, conditions: list[str]) -> dict:
+def report(results: dict, held: dict, conditions: list[str], ends: dict) -> dict:
     table: dict = {}
     print("\n| split | condition | pass rate [95% CI] | mean score [95% CI] |\n| --- | --- | --- | --- |")
     for split, tasks in held.items():
@@ -204,6 +233,11 @@ def report(results: dict, held: dict, conditions: list[str]) -> dict:
                                                  "per_task": passed, "scores": scores}
             print(f"| {split} | {cond} | {int(sum(passed))}/{len(tasks)} {sum(passed) / len(tasks):.1%} "
                   f"[{lo:.1%}, {hi:.1%}] | {s.value:.3f} [{s.low:.3f}, {s.high:.3f}] |")
+    print("\nhow the rollouts ended, and what the model turns did (\"at the cap\": cut at --max-tokens):")
+    for (split, cond), e in ends.items():
+        print(f"  {split:<17} {cond:<9} {', '.join(f'{k} {v}' for k, v in e['ended'].items())}; "
+              f"{e['tool_calls']} tool calls; {e['model_turns']} model turns, {e['turns_at_token_cap']} at the cap; "
+              f"{e['malformed_calls']} malformed calls")
     print("\npaired differences in pass rate (B - A, paired bootstrap 95% CI, permutation p):")
     diffs: dict = {}
     for split in held:
@@ -214,7 +248,7 @@ def report(results: dict, held: dict, conditions: list[str]) -> dict:
             diffs[f"{split}: {b} - {a}"] = t.as_dict()
             print(f"  {split:<17} {b} - {a:<9} {t.diff:+.1%} [{t.low:+.1%}, {t.high:+.1%}] wins {t.wins} "
                   f"losses {t.losses} p {t.p_permutation:.3g}")
-    return {"table": table, "paired": diffs}
+    return {"table": table, "paired": diffs, "endings": {f"{s}: {c}": e for (s, c), e in ends.items()}}
 
 
 def tiny_base(out: Path) -> str:
@@ -323,21 +357,24 @@ def main() -> int:
     models = {c: models[c] for c in conditions if c in models}
     settings = [args.max_turns, args.max_tokens, args.turn_timeout_s]
     results: dict = {c: {} for c in CONDITIONS}
+    ends: dict = {}
     print("evaluation:")
     for split, tasks in held.items():
         hashes = [t.hash for t in tasks]
         if "lookup" in conditions:
+            run_id = f"learn-lookup-{split}-{key(hashes, [t.hash for t in train])}"
             results["lookup"][split] = exp.timed(
-                "eval lookup", exp.evaluate, nearest_solutions(tasks, train), "oracle",
-                f"learn-lookup-{split}-{key(hashes, [t.hash for t in train])}")
+                "eval lookup", exp.evaluate, nearest_solutions(tasks, train), "oracle", run_id)
+            ends[split, "lookup"] = endings(exp.db, run_id)
         for cond, (model, prompt) in models.items():
             weights = model if cond in ("base", "few-shot") else card(Path(model.split(":", 1)[1]))["id"]
             run_id = f"learn-{cond}-{split}-{key(hashes, weights, prompt, settings)}"
             results[cond][split] = exp.timed(f"eval {cond}", exp.evaluate, tasks, model, run_id, prompt)
+            ends[split, cond] = endings(exp.db, run_id)
             n = sum(v[0] for v in results[cond][split].values())
             print(f"  {split} {cond}: {n}/{len(tasks)} passed")
 
-    summary = report(results, held, conditions)
+    summary = report(results, held, conditions, ends)
     total = time.perf_counter() - started
     print("\ncost (wall clock, this machine; a stage reused from the store shows its rerun time): "
           + ", ".join(f"{k} {v:.0f} s" for k, v in exp.cost.items()) + f"; total {total / 60:.1f} min")

@@ -39,6 +39,13 @@ def test_a_part_of_the_table_runs_and_reports_only_that_part(tmp_path):
     cell = result["table"]["unseen_templates"]["sft"]
     assert cell["n"] == 2 and len(cell["per_task"]) == 2 and 0 <= cell["pass_ci"][0] <= cell["pass_ci"][1] <= 1
     assert result["sft"]["steps"] == 2 and result["sft"]["micro_batch"] == 1 and result["format"] is None
+    # how every rollout ended, and what the model turns did (none for the replayed lookup)
+    ends = result["endings"]
+    assert list(ends) == ["unseen_templates: lookup", "unseen_templates: base", "unseen_templates: sft"]
+    assert all(sum(e["ended"].values()) == 2 for e in ends.values()), ends
+    assert ends["unseen_templates: lookup"]["model_turns"] == 0 and ends["unseen_templates: lookup"]["tool_calls"] > 0
+    assert all(ends[f"unseen_templates: {c}"]["model_turns"] >= 2 for c in ("base", "sft")), ends
+    assert "how the rollouts ended" in done.stdout
     # a second run resumes: the checkpoint is reused and every rollout comes from the store
     again = learning("--tiny", "--threads", "1", "--out", str(out), "--splits", "unseen_templates",
                      "--conditions", "lookup,base,sft")
