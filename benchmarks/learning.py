@@ -19,12 +19,12 @@ tool-loop agent at temperature 0:
   grpo       GRPO from the sft checkpoint on the training tasks, verifier score as reward
 
 Prints, per split and condition, the pass rate (Wilson 95% CI) and mean verifier score (bootstrap
-95% CI), how the rollouts ended (passed, failed the verifier, out of turns, ...; turns cut at the token
-cap, malformed calls), paired differences (sft against each control, grpo against sft) and the cost of every
-stage. Everything lands in one store (--out/learning.db); runs are named by their content, so a
-rerun resumes finished rollouts, and a checkpoint folder that already holds a trained model is
-reused (delete it to train again). --tiny runs every condition on a few tasks with a tiny random
-model built offline: it proves the script works, its numbers mean nothing.
+95% CI), how the rollouts ended (passed, failed the verifier, out of turns, ...; turns cut at the
+token cap, malformed calls), paired differences (sft against each control, grpo against sft) and the
+cost of every stage. Everything lands in one store (--out/learning.db); runs are named by their
+content, so a rerun resumes finished rollouts, and a checkpoint folder that already holds a trained
+model is reused (delete it to train again). --tiny runs every condition on a few tasks with a tiny
+random model built offline: it proves the script works, its numbers mean nothing.
 """
 
 from __future__ import annotations
