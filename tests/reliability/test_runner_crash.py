@@ -5,9 +5,8 @@ import sqlite3
 import subprocess
 import sys
 
-import pytest
-
 import anyio
+import pytest
 
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.runtime.oracle import OracleAgent
@@ -40,8 +39,8 @@ def assert_resumes_to_the_end(tasks, db, run_id):
 
 
 class FirstThreeThenWaits(OracleAgent):
-    """The first three rollouts run their solution; later ones would take a minute each, so only a run
-    that stops on the store's failure ends before it (however fast this machine runs the first three)."""
+    """The first three rollouts run their solution; later ones first wait 20 s, so only a run that
+    stops on the store's failure ends before that (however fast this machine runs the first three)."""
 
     def __init__(self):
         self.started = 0
