@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import math
 import sys
 import time
@@ -298,6 +299,10 @@ def main() -> int:
                    help="conditions to train and evaluate, in this order (a subset costs less; what it leaves "
                         "out is not in the table)")
     args = p.parse_args()
+    # clawsdk's own notes (the trainers' memory plans) at INFO; the rest, failed tool calls among it, at WARNING
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for name in ("clawsdk", "clawsdk_plugins"):
+        logging.getLogger(name).setLevel(logging.INFO)
     splits = [x.strip() for x in args.splits.split(",") if x.strip()]
     conditions = [x.strip() for x in args.conditions.split(",") if x.strip()]
     unknown = sorted(set(splits) - set(SPLITS)) + sorted(set(conditions) - set(CONDITIONS))

@@ -42,7 +42,15 @@ class ToolServer(MCPServer):
     the pydantic argument model and schema of the same function body again for every rollout
     cost more than the rest of a short rollout together; here a tool made from the same code,
     defaults and options reuses the first one's metadata with the new function.
+
+    The SDK's constructor calls `logging.basicConfig` at its `log_level`, INFO unless told: in a
+    program that configured no logging (a script calling `run_sync`), the first tool server of a
+    run turned the whole process up to INFO, and every tool call an agent got wrong was printed
+    (tool errors are the agent's, and are recorded as events). WARNING is Python's own default.
     """
+
+    def __init__(self, *args: Any, log_level: str = "WARNING", **kwargs: Any) -> None:
+        super().__init__(*args, log_level=log_level, **kwargs)
 
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, title: str | None = None,
                  description: str | None = None, annotations: Any = None, icons: Any = None,

@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import anyio
 from mcp import Client
@@ -138,3 +140,31 @@ def test_tool_servers_of_different_sandboxes_stay_bound_to_their_own():
             await b.close()
 
     assert anyio.run(main) == (b"a", b"b")
+
+
+QUIET_SCRIPT = """
+import logging, anyio
+from mcp import Client
+from clawsdk.tasks.model import Task
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_tools.core import core_server
+
+async def main():
+    task = Task(id="t", instruction="x")
+    async with LocalSandbox() as sb:
+        await sb.start(task)
+        async with Client(core_server(sb, task)) as client:
+            result = await client.call_tool("ls", {"path": "missing"})
+    print(result.is_error, logging.getLevelName(logging.getLogger().level))
+
+anyio.run(main)
+"""
+
+
+def test_a_script_that_configured_no_logging_prints_nothing_when_a_tool_call_fails():
+    # the MCP SDK's server constructor calls logging.basicConfig at INFO unless told otherwise, which
+    # printed every tool call an agent got wrong (hundreds in a learning run) and turned the process up to INFO
+    done = subprocess.run([sys.executable, "-c", QUIET_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "WARNING"]
+    assert "failed" not in done.stderr and "missing" not in done.stderr, done.stderr
