@@ -189,7 +189,7 @@ class Experiment:
         result = self.timed(f"train {folder}", trainer.train, dataset_id, ckpt, db=self.db)
         m = result.metrics
         print(f"  {folder}: {result.checkpoint_id}: {m['examples']} examples, {m['steps']} steps, loss "
-              f"{m['first_loss']} -> {m['last_loss']}, {m['train_s']:.0f} s")
+              f"{m['first_loss']} -> {m['last_loss']}, {m['train_s']:.0f} s, weights sha256 {m['weights_sha256'][:16]}")
         return str(ckpt), m
 
     def grpo(self, train: list, sft_ckpt: str) -> tuple[str, dict]:

@@ -3,6 +3,7 @@ recording the checkpoint with its lineage. torch, transformers and peft load ins
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -107,13 +108,27 @@ def _lora_config(r: int, alpha: int | None, dropout: float) -> Any:
     )
 
 
-def _save(trainer: Any, tok: Any, out: Path, lora: bool) -> None:
+def _save(trainer: Any, tok: Any, out: Path, lora: bool) -> str:
+    """Save the trained model where transformers loads it; returns the digest of its weights."""
     model = trainer.accelerator.unwrap_model(trainer.model)
     if lora:  # one folder that transformers loads as is
         model = model.merge_and_unload()
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out), safe_serialization=True)
     tok.save_pretrained(str(out))
+    return weights_digest(out)
+
+
+def weights_digest(folder: Path) -> str:
+    """sha256 over a checkpoint's weight files in name order: a retrained checkpoint can be told equal to one
+    trained before (the same data and settings on the CPU give the same bytes), and a card names its weights."""
+    h = hashlib.sha256()
+    for f in sorted(Path(folder).glob("*.safetensors")):
+        h.update(f.name.encode() + b"\0")
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 24), b""):
+                h.update(chunk)
+    return h.hexdigest()
 
 
 def _dataset_ref(store: Any, dataset: str) -> tuple[str | None, Path]:

@@ -334,7 +334,7 @@ class TrlGrpoTrainer:
         t0 = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t0
-        _save(trainer, tok, out, o["lora"])
+        weights = _save(trainer, tok, out, o["lora"])
         history = trainer.state.log_history
         rewards = [h["reward"] for h in history if "reward" in h]
         metrics = {
@@ -349,6 +349,7 @@ class TrlGrpoTrainer:
             "vllm": use_vllm,
             "checkpointing": checkpointing,
             "memory_plan": why,
+            "weights_sha256": weights,
         }
         cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id,
                                  runs=self.runs)

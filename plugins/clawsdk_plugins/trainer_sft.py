@@ -168,7 +168,7 @@ class TrlSftTrainer:
         t0 = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t0
-        _save(trainer, tok, out, o["lora"])
+        weights = _save(trainer, tok, out, o["lora"])
         history = trainer.state.log_history
         losses = _losses(history)
         n_tokens = sum(len(x) for x in cols["input_ids"])
@@ -186,6 +186,7 @@ class TrlSftTrainer:
             "micro_batch": micro,
             "checkpointing": checkpointing,
             "memory_plan": why,
+            "weights_sha256": weights,
         }
         cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id)
         return TrainResult(checkpoint_id=cid, path=out, dataset_id=dataset_id, metrics=metrics)

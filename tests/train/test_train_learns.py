@@ -4,6 +4,7 @@ log-probability. On the tiny random model, so each test is quick on a CPU; lr=0 
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -65,6 +66,29 @@ def test_sft_lowers_the_loss_and_raises_the_likelihood_of_the_reference_calls(ti
     assert math.isfinite(m["first_loss"]) and m["last_loss"] < 0.8 * m["first_loss"]
     # the same examples, scored outside the trainer: the reference calls became much more likely
     assert after > before + 0.5, (before, after)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_same_data_and_settings_train_the_same_weights_and_the_card_names_them(tiny_model, tmp_path):
+    """What lets a later session tell its retrained checkpoint from the one a table was measured with."""
+    from clawsdk_plugins.trainers import TrlSftTrainer
+
+    db, dataset_id = sft_export(tmp_path, n=2)
+
+    def train(folder: str, lr: float) -> str:
+        result = TrlSftTrainer(str(tiny_model), max_steps=3, batch_size=2, lr=lr, threads=2).train(
+            dataset_id, tmp_path / folder, db=db)
+        card = json.loads((tmp_path / folder / "clawsdk-checkpoint.json").read_text())
+        assert card["metrics"]["weights_sha256"] == result.metrics["weights_sha256"]
+        with Store(db) as store:
+            assert lineage.checkpoint(store, result.checkpoint_id)["metrics"]["weights_sha256"] == card["metrics"][
+                "weights_sha256"]
+        return card["metrics"]["weights_sha256"]
+
+    first = train("a", 1e-3)
+    assert len(first) == 64 and first == train("b", 1e-3)
+    assert train("c", 2e-3) != first  # the digest is of the weights, not of the settings
 
 
 @pytest.mark.slow
