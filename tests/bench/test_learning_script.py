@@ -58,3 +58,15 @@ def test_an_unknown_split_or_condition_is_refused_in_one_line(tmp_path):
         done = learning("--tiny", "--out", str(tmp_path / "x"), *args, timeout=120)
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert done.stderr.strip().count("\n") == 0 and ("unseen_tmpl" in done.stderr or "rlhf" in done.stderr)
+
+
+def test_the_train_split_is_the_training_tasks_themselves(tmp_path):
+    """--splits train measures recall: lookup replays each training task's own solution there and passes it,
+    while on held-out templates the nearest training solution names files the task does not have."""
+    done = learning("--tiny", "--out", str(tmp_path / "learn"), "--splits", "train,unseen_templates",
+                    "--conditions", "lookup", timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    table = json.loads((tmp_path / "learn" / "result.json").read_text())["table"]
+    assert list(table) == ["train", "unseen_templates"]
+    assert (table["train"]["lookup"]["passed"], table["train"]["lookup"]["n"]) == (2, 2)
+    assert table["unseen_templates"]["lookup"]["passed"] == 0
