@@ -120,11 +120,11 @@ def _save(trainer: Any, tok: Any, out: Path, lora: bool) -> str:
 
 
 def weights_digest(folder: Path) -> str:
-    """sha256 over a checkpoint's weight files in name order: a retrained checkpoint can be told equal to one
-    trained before (the same data and settings on the CPU give the same bytes), and a card names its weights."""
+    """sha256 of a checkpoint's weight files, read in name order as one stream (`sha256sum model.safetensors`
+    where there is one): a retrained checkpoint can be told equal to one trained before (the same data and
+    settings on the CPU give the same bytes), and a card names its weights."""
     h = hashlib.sha256()
     for f in sorted(Path(folder).glob("*.safetensors")):
-        h.update(f.name.encode() + b"\0")
         with f.open("rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 24), b""):
                 h.update(chunk)

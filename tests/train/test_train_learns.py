@@ -4,6 +4,7 @@ log-probability. On the tiny random model, so each test is quick on a CPU; lr=0 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -80,7 +81,8 @@ def test_the_same_data_and_settings_train_the_same_weights_and_the_card_names_th
         result = TrlSftTrainer(str(tiny_model), max_steps=3, batch_size=2, lr=lr, threads=2).train(
             dataset_id, tmp_path / folder, db=db)
         card = json.loads((tmp_path / folder / "clawsdk-checkpoint.json").read_text())
-        assert card["metrics"]["weights_sha256"] == result.metrics["weights_sha256"]
+        assert card["metrics"]["weights_sha256"] == result.metrics["weights_sha256"] == hashlib.sha256(
+            (tmp_path / folder / "model.safetensors").read_bytes()).hexdigest()  # what sha256sum prints
         with Store(db) as store:
             assert lineage.checkpoint(store, result.checkpoint_id)["metrics"]["weights_sha256"] == card["metrics"][
                 "weights_sha256"]
