@@ -41,6 +41,7 @@ from collections import Counter
 from pathlib import Path
 
 from clawsdk.bench.estimators import bootstrap_mean, paired_test
+from clawsdk.data import lineage
 from clawsdk.data.export import export_rl, export_sft
 from clawsdk.data.select import Selection, select
 from clawsdk.models import toolcalls
@@ -130,6 +131,18 @@ def endings(db: Path, run_id: str) -> dict:
             "tool_calls": sum(r["n_tool_calls"] or 0 for r in rows)}
 
 
+def same_export(store: Store, name: str, kept) -> str | None:
+    """The latest export of `name` if it holds exactly the kept rollouts and is still on disk: a rerun reuses
+    it instead of writing the same rows again as a new version."""
+    try:
+        prev = lineage.dataset(store, name)
+    except LookupError:
+        return None
+    rows = {(r["rollout_id"], r["attempt"]) for r in lineage.dataset_rows(store, prev["id"])}
+    want = {(c.rollout_id, c.rollout["attempt"]) for c in kept.kept}
+    return prev["id"] if rows == want and Path(prev["path"]).is_dir() else None
+
+
 def card(folder: Path) -> dict | None:
     """The checkpoint card a trainer leaves beside its weights, if the folder holds a trained model."""
     path = Path(folder) / "clawsdk-checkpoint.json"
@@ -180,9 +193,10 @@ class Experiment:
         self.timed("oracle rollouts", self.evaluate, tasks, "oracle", run_id)
         with Store(self.db) as store:
             kept = select(store, Selection(runs=[run_id], min_reward=1.0, max_tool_error_rate=0.0))
-            exp = export_sft(store, kept, self.out / "datasets", name=name)
-        print(f"  {name}: {len(kept.kept)}/{len(tasks)} oracle trajectories kept -> {exp.dataset_id}")
-        return exp.dataset_id
+            dataset_id = same_export(store, name, kept) or export_sft(
+                store, kept, self.out / "datasets", name=name).dataset_id
+        print(f"  {name}: {len(kept.kept)}/{len(tasks)} oracle trajectories kept -> {dataset_id}")
+        return dataset_id
 
     def sft(self, dataset_id: str, folder: str, base: str) -> tuple[str, dict]:
         ckpt = self.out / folder

@@ -50,6 +50,7 @@ def test_a_part_of_the_table_runs_and_reports_only_that_part(tmp_path):
     again = learning("--tiny", "--threads", "1", "--out", str(out), "--splits", "unseen_templates",
                      "--conditions", "lookup,base,sft")
     assert again.returncode == 0 and "sft: reusing" in again.stdout
+    assert "-> learning-sft@v1" in again.stdout and "learning-sft@v2" not in again.stdout  # the same rows, not re-exported
     assert [r for r in again.stdout.splitlines() if r.startswith("| unseen_templates |")] == rows
 
 
