@@ -39,15 +39,17 @@ def assert_resumes_to_the_end(tasks, db, run_id):
 
 
 class FirstThreeThenWaits(OracleAgent):
-    """The first three rollouts run their solution; later ones first wait 20 s, so only a run that
-    stops on the store's failure ends before that (however fast this machine runs the first three)."""
+    """The first three rollouts to reach the agent run their solution (which three depends on how their
+    sandboxes race: `quick` names them); later ones first wait 20 s, so only a run that stops on the
+    store's failure ends before that (however fast this machine runs the first three)."""
 
     def __init__(self):
-        self.started = 0
+        self.quick: list[str] = []
 
     async def run(self, ctx):
-        self.started += 1
-        if self.started > 3:
+        if len(self.quick) < 3:
+            self.quick.append(ctx.task.id)
+        else:
             await anyio.sleep(20)
         await super().run(ctx)
 
@@ -64,8 +66,9 @@ def test_a_store_that_refuses_a_write_ends_the_run_failed_and_nothing_running(tm
         return real(self, **kw)
 
     monkeypatch.setattr(Store, "finish_rollout", refuse_the_third)
+    agent = FirstThreeThenWaits()
     with pytest.raises(RunFailed) as caught:
-        run_sync(tasks, db=db, run_id="crash", concurrency=2, agent=FirstThreeThenWaits())
+        run_sync(tasks, db=db, run_id="crash", concurrency=2, agent=agent)
     message = str(caught.value)
     assert "run crash failed: the store refused a write (OperationalError: disk I/O error)" in message
     assert "--run-id crash" in message and "\n" not in message
@@ -78,7 +81,7 @@ def test_a_store_that_refuses_a_write_ends_the_run_failed_and_nothing_running(tm
     # the ones in flight are unscored and resumable, never a zero
     assert all(r["scored"] == 0 for r in rollouts if r["status"] == "cancelled")
     # the run stopped instead of running rollouts nobody could see: the ones still working were cancelled
-    assert sorted(o.task_id for o in caught.value.result.outcomes) == ["t0", "t1", "t2"]
+    assert len(agent.quick) == 3 and sorted(o.task_id for o in caught.value.result.outcomes) == sorted(agent.quick)
     assert_resumes_to_the_end(tasks, db, "crash")
 
 
