@@ -55,8 +55,7 @@ from clawsdk.synth.splits import SPLITS, make_splits
 
 ROOT = Path(__file__).resolve().parents[1]
 CONDITIONS = ("base", "few-shot", "format", "lookup", "sft", "grpo")
-# "train" is not held out: the first --heldout training tasks themselves, what a model recalls of its training
-# data; opt-in, the ceiling the held-out splits are read against (lookup replays each task's own solution there)
+# "train" (opt-in) is not held out: recall, the ceiling the held-out splits are read against
 EVAL_SPLITS = ("train", *SPLITS)
 COMPARE = (("base", "sft"), ("few-shot", "sft"), ("format", "sft"), ("lookup", "sft"), ("sft", "grpo"))
 
