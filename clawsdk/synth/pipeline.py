@@ -27,7 +27,7 @@ from clawsdk.synth.procedural import Progress, SynthResult
 from clawsdk.synth.records import FINAL, SynthRecords
 from clawsdk.synth.seeds import Seeds, Skill, pick
 from clawsdk.tasks.model import CATEGORIES
-from clawsdk.tasks.native import save_task
+from clawsdk.tasks.native import save_task, task_folder
 
 log = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ class RoutePipeline:
                 self.records.stage(c.cid, "dedup", "pass", f"nearest similarity {sim:.2f} ({near.note})", out,
                                    duration_s=time.perf_counter() - started)
             task = self._task(c, c.state["check_py"], c.state.get("rubric"))
-            folder = save_task(task, o.out / task.id)
+            folder = save_task(task, task_folder(o.out, task))
             with self.records.store.transaction():
                 self.records.store.upsert_task(task, source=f"synth:{o.route}")
             self.records.stage(c.cid, "assemble", "pass", str(folder), {"task_id": task.id, "hash": task.hash})

@@ -13,7 +13,7 @@ import anyio
 from clawsdk.synth.families import LEVELS, Family
 from clawsdk.synth.records import FINAL, SynthRecords
 from clawsdk.tasks.model import Task
-from clawsdk.tasks.native import save_task
+from clawsdk.tasks.native import save_task, task_folder
 
 DIFFICULTIES = ("mixed", *LEVELS)
 
@@ -142,8 +142,7 @@ async def synthesize_procedural(families: Sequence[Family], n: int, seed: int, o
                     status, stage, reason = "rejected", ("untouched_fails" if not base_ok else "reference_passes"), \
                         v.problem
             if status == "accepted":
-                save_task(task, out / task.id)
-                note(cid, "assemble", "pass", str(out / task.id))
+                note(cid, "assemble", "pass", str(save_task(task, task_folder(out, task))))
                 result.accepted += 1
                 result.accepted_ids.append(task.id)
                 if records is not None:

@@ -11,6 +11,27 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TASK_SCHEMA_VERSION = 1
+#: an id names the task's folder when tasks are written (convert, synth): one name, of at
+#: most the 255 bytes a file name may have
+MAX_ID_BYTES = 255
+
+
+def check_task_id(task_id: str) -> str:
+    """`task_id` if it can name one folder, else ValueError saying what to change.
+
+    Task files come from elsewhere (downloaded ClawGym or PinchBench sets), and writers put a task
+    at PARENT/ID: an id of "../x" or "/etc/x" would write outside PARENT.
+    """
+    if task_id in (".", "..") or any(c in task_id for c in "/\\"):
+        raise ValueError(f"{task_id!r} cannot be a task id: an id names the task's folder, so it has no "
+                         "'/' or '\\' and is not '.' or '..'")
+    if any(ord(c) < 32 or ord(c) == 127 for c in task_id):
+        raise ValueError(f"{task_id!r} cannot be a task id: it holds a control character")
+    if len(task_id.encode("utf-8")) > MAX_ID_BYTES:
+        raise ValueError(f"a task id is at most {MAX_ID_BYTES} bytes (it names a folder); this one is "
+                         f"{len(task_id.encode('utf-8'))}: {task_id[:40]!r}...")
+    return task_id
+
 
 #: The six ClawGym-Bench categories.
 CATEGORIES = (
@@ -137,6 +158,11 @@ class Task(BaseModel):
                                                    description="options per tool server, e.g. web: {pages: ...}")
     provenance: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _folder_name(cls, task_id: str) -> str:
+        return check_task_id(task_id)
 
     @field_validator("workspace", "hidden")
     @classmethod

@@ -10,7 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from clawsdk.errors import TaskFormatError
-from clawsdk.tasks.model import Task, ToolCall
+from clawsdk.tasks.model import Task, ToolCall, check_task_id
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, lexists, parse_yaml, read_file, read_text, read_tree
 
 TASK_FILE = "task.yaml"
@@ -21,7 +21,7 @@ def validation_message(e: ValidationError) -> tuple[str, str]:
     """(field, message) of the first error, with the field as a dotted path."""
     err = e.errors()[0]
     field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    msg = err["msg"]
+    msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "missing":
         msg = "is required but missing"
     elif err["type"] == "extra_forbidden":
@@ -133,6 +133,19 @@ def iter_tasks(root: str | os.PathLike) -> Iterator[Task | TaskFormatError]:
         yield guarded(folder / TASK_FILE, lambda folder=folder: load_task(folder))
 
 
+def task_folder(parent: str | os.PathLike, task: Task) -> Path:
+    """PARENT/ID, where a writer puts `task`; refuses an id that would name anything else.
+
+    Ids are checked when a task is read, and again here: `model_copy(update=...)` and assignment
+    skip validation.
+    """
+    try:
+        check_task_id(task.id)
+    except ValueError as e:
+        raise TaskFormatError(str(parent), str(e), field="id", task_id=task.id) from None
+    return Path(parent) / task.id
+
+
 def save_task(task: Task, folder: str | os.PathLike) -> Path:
     """Write a task as a native folder (round-trips through load_task)."""
     folder = Path(folder)
@@ -157,4 +170,4 @@ def save_task(task: Task, folder: str | os.PathLike) -> Path:
     return folder
 
 
-__all__ = ["load_task", "save_task", "iter_tasks", "find_task_folders", "ToolCall"]
+__all__ = ["load_task", "save_task", "task_folder", "iter_tasks", "find_task_folders", "ToolCall"]

@@ -212,13 +212,15 @@ def load_folder_task(folder: Path) -> Task:
     return validated_task(data, str(entry_path), task_id)
 
 
-def validated_task(data: dict[str, Any], where: str, task_id: str) -> Task:
+def validated_task(data: dict[str, Any], where: str, task_id: str, id_field: str = "task_id") -> Task:
+    """The Task of `data`, or TaskFormatError naming the field as the file names it (`id_field` for the id)."""
     from clawsdk.tasks.native import _check_verifier, validation_message
 
     try:
         task = Task.model_validate(data)
     except ValidationError as e:
         field, msg = validation_message(e)
+        field = id_field if field == "id" else field
         raise TaskFormatError(where, msg, field=field, task_id=task_id) from None
     _check_verifier(task, Path(where))
     return task

@@ -16,6 +16,7 @@ from typing import Any
 
 from clawsdk.tasks.convert import ConvertError
 from clawsdk.tasks.model import CATEGORIES, File, Task
+from clawsdk.tasks.native import task_folder
 from clawsdk_plugins import clawgym as cg
 
 
@@ -120,7 +121,7 @@ def write_clawgym_folder(task: Task, parent: str | Path) -> Path:
     extras = _extras(task, _rebuild_folder(entry, workspace, reward))
     if extras:
         entry["clawsdk"] = extras
-    folder = Path(parent) / task.id
+    folder = task_folder(parent, task)
     _write_folder(folder, entry, workspace, reward)
     return folder
 

@@ -290,7 +290,7 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
                                     "grading_criteria": parts.get("grading criteria", "")}},
         "provenance": {"source": "pinchbench", "path": str(md)},
     }
-    return validated_task(data, str(md), task_id)
+    return validated_task(data, str(md), task_id, id_field="id")
 
 
 def _looks_like_task(md: Path) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 from clawsdk.errors import TaskFormatError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.tasks.model import Task
-from clawsdk.tasks.native import TASK_FILE, find_task_folders, iter_tasks, save_task
+from clawsdk.tasks.native import TASK_FILE, find_task_folders, iter_tasks, save_task, task_folder
 
 
 class NativeSource:
@@ -27,7 +27,7 @@ class NativeSource:
         """Every task as a folder dest/TASK_ID; native folders hold every field, so none is refused."""
         n = 0
         for task in tasks:
-            save_task(task, dest / task.id)
+            save_task(task, task_folder(dest, task))
             n += 1
         return n, []
 

@@ -23,7 +23,17 @@ from clawsdk.cli.options import sandbox_option
 from clawsdk.errors import TaskFormatError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.store.store import Store, default_db_path
-from clawsdk.tasks.model import Task
+from clawsdk.tasks.model import Task, check_task_id
+
+
+def _task_id_prefix(ctx, param, value: str | None) -> str | None:
+    """A route's tasks are named RUN_ID-NNNNN, so the run id must fit in a task id."""
+    if value is not None:
+        try:
+            check_task_id(f"{value}-00000")
+        except ValueError as e:
+            raise click.BadParameter(f"it names the tasks (RUN_ID-00000): {e}") from None
+    return value
 
 
 def _default_run_id(route: str, config: dict) -> str:
@@ -189,7 +199,8 @@ def _route_options(fn):
         click.option("--max-tokens", default=4096, show_default=True, type=click.IntRange(16)),
         click.option("--temperature", default=0.7, show_default=True, type=float),
         click.option("--out", "-o", required=True, type=click.Path(file_okay=False), help="Folder for the tasks."),
-        click.option("--run-id", default=None, help="Name the synthesis run; rerunning an id resumes it."),
+        click.option("--run-id", default=None, callback=_task_id_prefix,
+                     help="Name the synthesis run (and its tasks, RUN_ID-00000...); rerunning an id resumes it."),
         db_option,
         click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
     ]

@@ -274,3 +274,55 @@ def test_yaml_aliases_cannot_make_a_structure_of_itself_or_a_billion_values(tmp_
     msgs = {e.path.split("/")[-2]: e.message for e in loaded.errors}
     assert "*a refers to the anchor it is inside of" in msgs["rec"]
     assert "aliases (*name) expand to more than 1,000,000 values" in msgs["laughs"]
+
+
+# ---- a task id names a folder: it cannot name one outside the output ---------------------------
+
+HOSTILE_IDS = ["../../escaped", "/tmp/escaped-abs", "..", "a\\..\\..\\b", "x\ny", "é" * 200]
+
+
+def test_an_id_that_is_not_one_folder_name_is_refused_in_every_format_and_convert_writes_nothing(tmp_path):
+    """Converting a downloaded task set put a task whose id was ../../x at OUT/../../x; now such an id
+    is one error naming the file and the field, and the other tasks convert."""
+    native, cg_root, pinch = tmp_path / "native", tmp_path / "cg", tmp_path / "pinch" / "tasks"
+    pinch.mkdir(parents=True)
+    grade = "## Automated Checks\n```python\ndef grade(transcript, workspace_path):\n    return {'a': 1.0}\n```\n"
+    make_task(native, "good")
+    _clawgym(cg_root, "good")
+    (pinch / "task_good.md").write_text(f"---\nid: good\ngrading_type: automated\n---\n## Prompt\nhi\n{grade}")
+    for n, bad in enumerate(HOSTILE_IDS):
+        make_task(native, f"bad{n}", extra={"id": bad})
+        entry = _clawgym(cg_root, f"bad{n}") / "data_entry.json"
+        entry.write_text(json.dumps({**json.loads(entry.read_text()), "task_id": bad}))
+        (pinch / f"task_bad{n}.md").write_text(
+            f"---\nid: {json.dumps(bad)}\ngrading_type: automated\n---\n## Prompt\nhi\n{grade}")
+    (tmp_path / "cg.jsonl").write_text("".join(
+        json.dumps({"task_id": i, "prompt": "do it", "hook_code": "print('{}')", "grading_type": "automated"}) + "\n"
+        for i in ["good", *HOSTILE_IDS]))
+    for spec, field in [(native, "id"), (f"clawgym:{cg_root}", "task_id"), (f"pinchbench:{pinch}", "id"),
+                        (f"clawgym-jsonl:{tmp_path / 'cg.jsonl'}", "task_id")]:
+        loaded = load_tasks(spec)
+        assert [t.id for t in loaded.tasks] == ["good"], (spec, loaded.errors)
+        assert len(loaded.errors) == len(HOSTILE_IDS), (spec, loaded.errors)
+        for e in loaded.errors:
+            assert e.field == field and ("cannot be a task id" in str(e) or "at most 255 bytes" in str(e)), e
+        for fmt in ("native", "clawgym") if "clawgym" in str(spec) else ("native",):
+            out = tmp_path / "out" / f"{len(list((tmp_path / 'out').glob('*')))}" / "a" / "b"
+            r = invoke("convert", spec, "--to", fmt, "-o", out)
+            assert r.exit_code == 1 and "wrote 1 task(s)" in r.output, r.output
+            assert sorted(p.name for p in out.iterdir()) == ["good"]
+    assert not list(tmp_path.rglob("escaped*")) and not list((tmp_path / "out").glob("*/a/*[!b]"))
+    assert not os.path.exists("/tmp/escaped-abs")
+
+
+def test_a_writer_refuses_an_id_changed_after_loading(tmp_path):
+    """`model_copy(update=...)` skips validation; the folder a writer makes still stays inside."""
+    from clawsdk.errors import TaskFormatError
+    from clawsdk.tasks.convert import export_tasks
+
+    _clawgym(tmp_path / "tasks", "t1")
+    task = load_tasks(f"clawgym:{tmp_path / 'tasks'}").tasks[0].model_copy(update={"id": "../../evil"})
+    for fmt in ("native", "clawgym"):
+        with pytest.raises(TaskFormatError, match="cannot be a task id"):
+            export_tasks([task], tmp_path / "out" / fmt, fmt)
+    assert not list(tmp_path.rglob("evil"))

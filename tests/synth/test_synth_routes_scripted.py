@@ -202,3 +202,13 @@ def test_the_execution_gate_runs_model_written_code_isolated_by_default(tmp_path
     assert json.loads(result.stdout)["status"] == {"accepted": 1}, result.output  # the gate ran check.py twice
     assert sorted(p.name for p in host.iterdir()) == ["secret.txt"]  # neither read nor written from the gate
     assert "isolates nothing" not in result.output
+
+
+def test_a_run_id_that_cannot_name_its_tasks_is_refused_before_any_model_call(tmp_path):
+    """A route's tasks are RUN_ID-00000...; a run id of ../x would make every candidate fail to assemble."""
+    out, db = tmp_path / "tasks", tmp_path / "s.db"
+    result = CliRunner().invoke(synth_group, ["persona", "--model", "openai:scripted", "--base-url",
+                                              "http://127.0.0.1:9", "--out", str(out), "--db", str(db),
+                                              "--run-id", "../x"])
+    assert result.exit_code == 2 and "--run-id" in result.output and "cannot be a task id" in result.output
+    assert not out.exists() and not db.exists()
