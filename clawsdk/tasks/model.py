@@ -70,7 +70,10 @@ class File(BaseModel):
     def _relative(cls, path: str) -> str:
         from clawsdk.sandbox.paths import normalize_relative
 
-        return normalize_relative(path)
+        norm = normalize_relative(path)
+        if norm == ".":
+            raise ValueError(f"file {path!r} names the folder itself, not a file in it")
+        return norm
 
     @classmethod
     def from_bytes(cls, path: str, data: bytes, executable: bool = False) -> File:
@@ -171,6 +174,12 @@ class Task(BaseModel):
         for a, b in zip(files, files[1:]):
             if a.path == b.path:
                 raise ValueError(f"file {a.path!r} is given twice")
+        paths = {f.path for f in files}
+        for f in files:
+            parts = f.path.split("/")
+            for i in range(1, len(parts)):
+                if (folder := "/".join(parts[:i])) in paths:
+                    raise ValueError(f"{folder!r} is given as a file and as the folder of {f.path!r}")
         return files
 
     @field_validator("schema_version")

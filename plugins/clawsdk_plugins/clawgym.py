@@ -309,8 +309,9 @@ def load_jsonl_record(raw: Any, where: str, default_id: str) -> Task:
 
 def validation_message_of(e: Exception) -> str:
     if isinstance(e, ValidationError):
-        err = e.errors()[0]
-        return str(err.get("msg"))
+        from clawsdk.tasks.native import validation_message
+
+        return validation_message(e)[1]
     return str(e)
 
 

@@ -326,3 +326,22 @@ def test_a_writer_refuses_an_id_changed_after_loading(tmp_path):
         with pytest.raises(TaskFormatError, match="cannot be a task id"):
             export_tasks([task], tmp_path / "out" / fmt, fmt)
     assert not list(tmp_path.rglob("evil"))
+
+
+def test_a_file_list_that_no_folder_can_hold_is_one_error_at_load_not_an_unscored_rollout(tmp_path, db):
+    """A file named a/.. (the workspace itself), or a file that is also another file's folder, loaded and
+    then failed every attempt to lay out the workspace: a sandbox_error, retried, and the task unscored."""
+    rows = {"good": [{"file_path": "a", "content": "x"}],
+            "itself": [{"file_path": "a/..", "content": "x"}],
+            "clash": [{"file_path": "a", "content": "x"}, {"file_path": "a/b", "content": "y"}]}
+    (tmp_path / "t.jsonl").write_text("".join(
+        json.dumps({"task_id": tid, "prompt": "do it", "hook_code": "print('{}')", "grading_type": "automated",
+                    "input_files": files}) + "\n" for tid, files in rows.items()))
+    r = invoke("run", f"clawgym-jsonl:{tmp_path / 't.jsonl'}", "--agent", "oracle", "--sandbox", "local",
+               "--db", db, "--run-id", "files", "--json")
+    assert r.exit_code == 0, r.output
+    assert sorted(skipped_lines(r.output)) == [
+        f"skipped task: {tmp_path / 't.jsonl'}:2: input_files: file 'a/..' names the folder itself, not a file in it",
+        f"skipped task: {tmp_path / 't.jsonl'}:3: workspace: 'a' is given as a file and as the folder of 'a/b'"]
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT task_id, scored FROM rollouts").fetchall() == [("good", 1)]
