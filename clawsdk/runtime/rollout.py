@@ -61,12 +61,17 @@ def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[tuple
 
 async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Registry,
                  transcript: list[dict] | None = None) -> Verdict:
-    """Inject the hidden files, then score the workspace within the task's verifier timeout."""
+    """End the agent's turn, inject the hidden files, then score the workspace within the task's verifier
+    timeout."""
     started = time.perf_counter()
     factory = registry.get("verifiers", task.verifier.type)
     verifier = factory(task.verifier)
     try:
         with anyio.fail_after(task.limits.verifier_timeout_s):
+            if removed := await sandbox.end_turn():
+                await recorder.record("note", {
+                    "event": "end_turn", "removed": removed[:100], "count": len(removed),
+                    "why": "FIFOs, sockets and devices the agent left: no verifier can read them"})
             hidden = await sandbox.inject_hidden(task.hidden) if task.hidden else None
             ctx = VerifyContext(task=task, sandbox=sandbox, recorder=recorder, hidden_path=hidden,
                                 transcript=transcript)

@@ -66,6 +66,21 @@ class SandboxConfig:
     extra: dict = field(default_factory=dict)
 
 
+#: Sandbox.end_turn's script: every FIFO, socket and device under the workspace is removed, even in a
+#: folder the agent made read-only (whose mode is put back), and printed NUL-terminated.
+_END_TURN = r"""
+find . -mindepth 1 \( -type p -o -type s -o -type b -o -type c \) -print0 2>/dev/null |
+while IFS= read -r -d '' f; do
+  if ! rm -f -- "$f" 2>/dev/null; then
+    d=$(dirname -- "$f"); m=$(stat -c %a -- "$d")
+    chmod u+w -- "$d" 2>/dev/null && rm -f -- "$f" 2>/dev/null; chmod "$m" -- "$d" 2>/dev/null
+  fi
+  [ -e "$f" ] || [ -L "$f" ] || printf '%s\0' "$f"
+done
+true
+"""
+
+
 class Sandbox(abc.ABC):
     """An isolated workspace for one rollout.
 
@@ -118,6 +133,17 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     async def inject_hidden(self, files: list[File]) -> str:
         """Make the hidden verifier files visible (outside the workspace); return where."""
+
+    async def end_turn(self) -> list[str]:
+        """The agent's turn is over: take out of the workspace what no verifier can read.
+
+        A FIFO, socket or device where a verifier reads a deliverable blocks it or makes it fail, and
+        an agent that left one would turn its own failure into an unscored rollout. They are removed
+        (a symlink is not followed) and their paths returned, so the verifier scores the workspace
+        without them. A backend whose agent processes outlive a command stops them first.
+        """
+        r = await self.exec(["bash", "-c", _END_TURN], timeout=60)
+        return sorted(p.removeprefix("./") for p in r.stdout.split("\0") if p)
 
     async def move_aside(self, path: str) -> str | None:
         """Rename what `path` names (a symlink itself, not its target) to a fresh name beside it.

@@ -336,6 +336,27 @@ async def check_hidden_files_invisible_until_injected(factory: Factory, config: 
 
 
 @_check
+async def check_end_turn_removes_what_no_verifier_can_read(factory: Factory, config: SandboxConfig) -> None:
+    """end_turn() removes the FIFOs and sockets an agent left (in a folder it made read-only too), keeps
+    everything else, and does not follow a symlink out of the workspace."""
+    async with _Opened(factory, config) as o:
+        sb = await o.start(_task(**{"keep.txt": "k"}))
+        outside = await sb.exec("d=$(mktemp -d) && mkfifo $d/out.fifo && echo $d")
+        r = await sb.exec(
+            "mkfifo answer.txt && mkdir -p ro/sub && mkfifo ro/sub/p && chmod 555 ro/sub && "
+            "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('s.sock')\" && "
+            f"ln -s {outside.stdout.strip()} link && ln -s answer.txt dangling-after && echo made")
+        assert r.stdout.strip() == "made", f"could not make the test's special files: {r.stderr}"
+        removed = await sb.end_turn()
+        assert removed == ["answer.txt", "ro/sub/p", "s.sock"], f"end_turn removed {removed}"
+        left = await sb.exec("find . -mindepth 1 | sort; stat -c %a ro/sub; "
+                             f"test -p {outside.stdout.strip()}/out.fifo && echo outside-kept")
+        assert left.stdout.split() == ["./dangling-after", "./keep.txt", "./link", "./ro", "./ro/sub", "555",
+                                       "outside-kept"], f"after end_turn: {left.stdout}"
+        assert await sb.end_turn() == [], "a second end_turn found more"
+
+
+@_check
 async def check_two_sandboxes_isolated(factory: Factory, config: SandboxConfig) -> None:
     """Two sandboxes have separate workspaces; with fs isolation one cannot read the other's files."""
     secret = "SECRET-" + secrets.token_hex(8)

@@ -232,12 +232,12 @@ class DockerSandbox(IsolatedHostDirSandbox):
         except Exception:  # noqa: BLE001 - the sweep gets it next time
             log.exception("could not remove container %s", container.name)
 
-    async def inject_hidden(self, files):
-        # the agent's turn is over: a process it left running (setsid escapes an exec's group) must not
-        # change the workspace, or the reward scripts written into it, while it is scored
+    async def end_turn(self) -> list[str]:
+        # a process the agent left running (setsid escapes an exec's group) must not change the
+        # workspace, or the reward scripts written into it, while it is scored
         if self.container is not None:
             await self._kill_all()
-        return await super().inject_hidden(files)
+        return await super().end_turn()
 
     # ---- commands --------------------------------------------------------------------------
 

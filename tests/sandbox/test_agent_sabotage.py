@@ -16,6 +16,7 @@ from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.agents import ScriptedAgent
 from clawsdk_plugins.clawgym import REWARD_SH
+from tests.conftest import make_task
 
 BACKENDS = ["local", "bwrap", "docker"]
 
@@ -120,3 +121,29 @@ def test_a_container_removed_from_outside_is_unscored(tmp_path):
     agent = _Steps([answer(), remove, {"tool": "exec", "args": {"command": "echo still here"}}])
     o, _ = run_one(task, agent, tmp_path / "infra.db", "docker")
     assert o.kind.value == "sandbox_error" and o.reward is None, o
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_fifo_or_socket_the_agent_leaves_is_taken_out_and_the_rollout_scored(backend, tmp_path):
+    """A FIFO where the verifier reads a deliverable blocked reward.sh until the verifier timed out, and the
+    checks verifier refused it: either way the agent's failure ended unscored."""
+    skip_unless_available(backend)
+    clawgym = clawgym_task(tmp_path)
+    clawgym = clawgym.model_copy(update={"limits": clawgym.limits.model_copy(update={"verifier_timeout_s": 20})})
+    native = load_tasks(make_task(tmp_path / "native", "fifo")).tasks[0]
+    fifo = {"tool": "exec", "args": {"command": "mkfifo answer.txt done.txt"}}
+    litter = {"tool": "exec", "args": {"command": "mkdir -p ro && mkfifo ro/p && chmod 555 ro && python3 -c "
+                                                  "\"import socket; socket.socket(socket.AF_UNIX).bind('s.sock')\""}}
+    done = {"tool": "write", "args": {"path": "done.txt", "content": "done\n"}}
+    for task, calls, expected, removed in (
+            (clawgym, [fifo], 0.0, ["answer.txt", "done.txt"]),
+            (native, [fifo], 0.0, ["answer.txt", "done.txt"]),
+            (clawgym, [answer(), litter], 1.0, ["ro/p", "s.sock"]),
+            (native, [done, litter], 1.0, ["ro/p", "s.sock"])):
+        db = tmp_path / f"{task.id}-{expected}.db"
+        o, detail = run_one(task, ScriptedAgent(calls), db, backend)
+        assert o.kind.value == "ok" and o.reward == expected, (task.id, o, detail)
+        with Store(db) as store:
+            notes = [json.loads(e["payload"]) for e in store.query(
+                "SELECT payload FROM events WHERE rollout_id = ? AND kind = 'note'", [o.rollout_id])]
+        assert [n["removed"] for n in notes if n.get("event") == "end_turn"] == [removed], notes
