@@ -25,6 +25,12 @@ from clawsdk.tasks.model import File, Task
 
 log = logging.getLogger(__name__)
 
+#: Kept free in a root with a disk quota until the agent's turn ends, for what scoring writes: the
+#: hidden files, twice (ClawGym's verifier copies its reward files into the workspace), and this much
+#: for the verifier's own output. An agent that fills its quota cannot make its rollout unscored.
+SCORING_ROOM_BYTES = 8 * 1024 * 1024
+_ROOM_FILE = "scoring-room"
+
 _swept: set[tuple[str, Path]] = set()
 
 
@@ -85,6 +91,10 @@ class IsolatedHostDirSandbox(HostDirSandbox):
                 self._own(d)
             self.io_dir.mkdir(mode=0o755)
             (self.root / "hidden").mkdir(mode=0o755)
+            if self.sandbox_root.mounted:  # outside every folder the isolated side sees
+                pages = sum(-(-len(f.data) // 4096) * 4096 for f in task.hidden)
+                with open(self.root / _ROOM_FILE, "wb") as room:
+                    os.posix_fallocate(room.fileno(), 0, 2 * pages + SCORING_ROOM_BYTES)
             for f in task.workspace:
                 self._write_sync(f.path, f.data, f.executable)
         except OSError as e:
@@ -97,6 +107,11 @@ class IsolatedHostDirSandbox(HostDirSandbox):
             with anyio.CancelScope(shield=True):
                 await self.close()
             raise
+
+    async def end_turn(self) -> list[str]:
+        if self.root is not None:  # a subclass stops the agent's processes before this runs
+            (self.root / _ROOM_FILE).unlink(missing_ok=True)
+        return await super().end_turn()
 
     async def close(self) -> None:
         if self._closed:

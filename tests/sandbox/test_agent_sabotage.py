@@ -147,3 +147,26 @@ def test_a_fifo_or_socket_the_agent_leaves_is_taken_out_and_the_rollout_scored(b
             notes = [json.loads(e["payload"]) for e in store.query(
                 "SELECT payload FROM events WHERE rollout_id = ? AND kind = 'note'", [o.rollout_id])]
         assert [n["removed"] for n in notes if n.get("event") == "end_turn"] == [removed], notes
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_an_agent_that_fills_its_disk_quota_is_still_scored(backend, tmp_path):
+    """Hidden and reward files are written into the quota the agent filled: that was ENOSPC, a verifier_error,
+    unscored, for the agent that did the work as for the one that did not."""
+    skip_unless_available(backend)
+    if os.geteuid() != 0:
+        pytest.skip("the disk quota is a tmpfs, mounted as root only (without root it is per file)")
+    from clawsdk.sandbox.base import SandboxConfig
+
+    task = clawgym_task(tmp_path)
+    fill = {"tool": "exec", "args": {"command": "for i in $(seq 1 100); do head -c 8000000 /dev/zero > f$i || "
+                                                "break; done; df -k . | tail -1"}}
+    for calls, expected in (([answer(), fill], 1.0), ([fill], 0.0)):
+        db = tmp_path / f"fill-{expected}.db"
+        [o] = run_sync([task], agent=ScriptedAgent(calls), db=db, sandbox=backend, retries=0,
+                       sandbox_config=SandboxConfig(extra={"disk_mb": 64})).outcomes
+        with Store(db) as store:
+            out = store.query("SELECT payload FROM events WHERE rollout_id = ? AND kind = 'tool_result'",
+                              [o.rollout_id])[-1]["payload"]
+        assert "No space left" in out, out  # the agent did fill it
+        assert o.kind.value == "ok" and o.reward == expected, o
