@@ -116,7 +116,7 @@ class HostDirSandbox(Sandbox):
             kill_group(pgid)
         self._groups.clear()
         if self.root is not None and self.root.exists():
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(self.root, ignore_errors=True))
+            await anyio.to_thread.run_sync(hostroot.remove_tree, self.root)
 
     # ---- files -----------------------------------------------------------------------------
 

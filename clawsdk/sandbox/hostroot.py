@@ -21,6 +21,7 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
 import threading
 import time
 import uuid
@@ -157,6 +158,20 @@ def release_quota(mb: int) -> None:
         _committed_mb = max(0, _committed_mb - mb)
 
 
+def remove_tree(path: str | os.PathLike) -> None:
+    """Remove a folder an agent filled, ignoring errors, however deep it nested its folders.
+
+    shutil.rmtree recurses in Python: a tree deeper than the recursion limit (a loop of mkdir and cd in
+    the sandbox makes one in a second) raised RecursionError out of close(), and the sandbox's root, a
+    mounted tmpfs, stayed behind for the rest of the run. GNU rm walks any depth.
+    """
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--one-file-system", "--", os.fspath(path)], check=False,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 class SandboxRoot:
     """One sandbox's folder under `base`: created (owner in its name), optionally a tmpfs, removed."""
 
@@ -184,7 +199,7 @@ class SandboxRoot:
         if self._reserved:
             release_quota(self._reserved)
             self._reserved = 0
-        shutil.rmtree(self.path, ignore_errors=True)
+        remove_tree(self.path)
 
 
 def sweep_orphans(base: Path, backend: str, *, kill_processes: bool = False) -> int:
@@ -209,10 +224,10 @@ def sweep_orphans(base: Path, backend: str, *, kill_processes: bool = False) -> 
             _kill_inside(root)
         if root in mounts:
             umount(root)
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)
         if root.exists():  # still a mount point (one the listing missed): detach it, then remove what is left
             umount(root)
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
         swept += 1
     return swept
 

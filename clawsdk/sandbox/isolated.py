@@ -120,9 +120,11 @@ class IsolatedHostDirSandbox(HostDirSandbox):
             try:
                 await self.teardown()
             finally:
-                await super().close()  # kills host-side processes, removes the files
-                if self.sandbox_root is not None:
-                    await anyio.to_thread.run_sync(self.sandbox_root.remove)
+                try:
+                    await super().close()  # kills host-side processes, removes the files
+                finally:
+                    if self.sandbox_root is not None:
+                        await anyio.to_thread.run_sync(self.sandbox_root.remove)
 
     def visible_workspace(self) -> str:
         return self.opts.workspace_path

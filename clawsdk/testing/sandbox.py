@@ -449,11 +449,14 @@ async def check_no_trace_of_previous_sandbox(factory: Factory, config: SandboxCo
 
 @_check
 async def check_close_removes_everything(factory: Factory, config: SandboxConfig) -> None:
-    """close() removes the workspace and what commands left (at once, or at the factory's drain() if it
-    keeps closed sandboxes warm for reuse), is safe twice, and stops exec."""
+    """close() removes the workspace and what commands left, folders nested deeper than Python recurses
+    too (at once, or at the factory's drain() if it keeps closed sandboxes warm for reuse), is safe twice,
+    and stops exec."""
     sb = factory(config)
     await sb.start(_task(**{"a.txt": "a"}))
     await sb.exec("mkdir -p made/deep && echo x > made/deep/f && chmod 500 made/deep")
+    r = await sb.exec(["python3", "-c", "import os\nfor _ in range(1200): os.mkdir('n'); os.chdir('n')"], timeout=120)
+    assert r.exit_code == 0, f"could not nest 1,200 folders: {r.stderr}"
     host = _host_path(sb)
     root = getattr(sb, "root", None)
     await sb.close()
