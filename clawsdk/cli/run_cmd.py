@@ -79,6 +79,7 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
             | ({"address": ray_address} if ray_address else {}),
         ))
         progress.update(bar, completed=result.skipped + len(result.outcomes))
+    print_task_errors(result.task_errors[len(errors):])  # the runner's: tools no installed skill provides
     summary = summarize(result)
     if as_json:
         click.echo(json.dumps(summary, indent=2))

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from clawsdk.errors import ClawError, FailureKind, TaskFormatError
-from clawsdk.plugins import get_registry
+from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.agent import Agent
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import record_cancelled, record_ending, record_start
@@ -132,6 +132,8 @@ async def run(
         executor = registry.get("executors", executor)(**options)
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
+    tasks, unknown_skills = with_known_skills(tasks, registry)
+    task_errors = [*task_errors, *unknown_skills]
     result = RunResult(run_id=run_id, db=db_path, task_errors=list(task_errors))
     agent_name = getattr(the_agent, "name", type(the_agent).__name__)
 
@@ -265,6 +267,22 @@ def _short(e: BaseException, limit: int = 300) -> str:
 def _settle(db_path: Path, run_id: str, started: list[str], status: str, reason: str | None) -> int:
     with Store(db_path) as store, store.transaction():
         return store.settle_run(run_id, started, status, reason)
+
+
+def with_known_skills(tasks: Sequence[Task], registry: Registry) -> tuple[list[Task], list[TaskFormatError]]:
+    """The tasks whose tool servers are all installed, and an error for each other one, which is skipped:
+    it would fail every rollout as an unscored sandbox_error. (Loading a task does not load the skill
+    plugins, so it cannot tell.)"""
+    skills = registry.names("skills")
+    ok, errors = [], []
+    for task in tasks:
+        if unknown := [name for name in task.tools if name not in skills]:
+            errors.append(TaskFormatError(
+                str(task.provenance.get("path") or task.id), f"no skill named {', '.join(map(repr, unknown))} "
+                f"(installed: {', '.join(skills)}; a plugin adds more)", field="tools", task_id=task.id))
+        else:
+            ok.append(task)
+    return ok, errors
 
 
 def refuse_duplicate_ids(tasks: Sequence[Task]) -> None:

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 #: hidden files, twice (ClawGym's verifier copies its reward files into the workspace), and this much
 #: for the verifier's own output. An agent that fills its quota cannot make its rollout unscored.
 SCORING_ROOM_BYTES = 8 * 1024 * 1024
-_ROOM_FILE = "scoring-room"
+ROOM_FILE = "scoring-room"
 
 _swept: set[tuple[str, Path]] = set()
 
@@ -91,12 +91,9 @@ class IsolatedHostDirSandbox(HostDirSandbox):
                 self._own(d)
             self.io_dir.mkdir(mode=0o755)
             (self.root / "hidden").mkdir(mode=0o755)
-            if self.sandbox_root.mounted:  # outside every folder the isolated side sees
-                pages = sum(-(-len(f.data) // 4096) * 4096 for f in task.hidden)
-                with open(self.root / _ROOM_FILE, "wb") as room:
-                    os.posix_fallocate(room.fileno(), 0, 2 * pages + SCORING_ROOM_BYTES)
             for f in task.workspace:
                 self._write_sync(f.path, f.data, f.executable)
+            self.keep_scoring_room(task)
         except OSError as e:
             await self.close()
             raise SandboxError(f"could not create the {self.name} sandbox under {base}: {e}") from e
@@ -108,9 +105,17 @@ class IsolatedHostDirSandbox(HostDirSandbox):
                 await self.close()
             raise
 
+    def keep_scoring_room(self, task: Task) -> None:
+        """In a root with a disk quota, set aside the room scoring `task` will need, in a file outside
+        every folder the isolated side sees; end_turn() frees it."""
+        if self.sandbox_root is not None and self.sandbox_root.mounted:
+            pages = sum(-(-len(f.data) // 4096) * 4096 for f in task.hidden)
+            with open(self.sandbox_root.path / ROOM_FILE, "wb") as room:
+                os.posix_fallocate(room.fileno(), 0, 2 * pages + SCORING_ROOM_BYTES)
+
     async def end_turn(self) -> list[str]:
         if self.root is not None:  # a subclass stops the agent's processes before this runs
-            (self.root / _ROOM_FILE).unlink(missing_ok=True)
+            (self.root / ROOM_FILE).unlink(missing_ok=True)
         return await super().end_turn()
 
     async def close(self) -> None:

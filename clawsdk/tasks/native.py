@@ -91,15 +91,10 @@ def _read_solution(folder: Path, budget: Budget) -> list[dict] | None:
 
 
 def _check_verifier(task: Task, spec_path: Path) -> None:
-    """Ask the verifier plugin to parse the spec now, and look up the task's tool servers, so that a bad
-    check or an unknown skill fails at load, not as an unscored sandbox error in every rollout."""
+    """Ask the verifier plugin to parse the spec now, so a bad check fails at load, not after a rollout."""
     from clawsdk.plugins import get_registry
 
     registry = get_registry()
-    skills = registry.names("skills")
-    if unknown := [name for name in task.tools if name not in skills]:
-        raise TaskFormatError(str(spec_path), f"no skill named {', '.join(map(repr, unknown))} (available: "
-                              f"{', '.join(skills)}; a plugin adds more)", field="tools", task_id=task.id)
     try:
         factory = registry.get("verifiers", task.verifier.type)
     except Exception:

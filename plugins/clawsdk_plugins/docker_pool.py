@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clawsdk.sandbox.isolated import ROOM_FILE
+
 if TYPE_CHECKING:
     from clawsdk.sandbox.hostroot import SandboxRoot
     from clawsdk.tasks.model import Task
@@ -128,6 +130,7 @@ def adopt(sb: DockerSandbox, task: Task) -> bool:
     try:
         for f in task.workspace:
             sb._write_sync(f.path, f.data, f.executable)
+        sb.keep_scoring_room(task)
     except OSError as e:
         from clawsdk.errors import SandboxError
 
@@ -294,6 +297,7 @@ def _ipc_ids(kind: str) -> list[int]:
 
 def _reset_host(sb: DockerSandbox) -> str | None:
     root = sb.sandbox_root.path
+    (root / ROOM_FILE).unlink(missing_ok=True)  # a sandbox closed before its turn ended still holds it
     names = set(os.listdir(root))
     if names != set(HOST_FOLDERS):
         return f"the sandbox root holds {sorted(names)}"

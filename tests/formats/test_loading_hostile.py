@@ -345,3 +345,18 @@ def test_a_file_list_that_no_folder_can_hold_is_one_error_at_load_not_an_unscore
         f"skipped task: {tmp_path / 't.jsonl'}:3: workspace: 'a' is given as a file and as the folder of 'a/b'"]
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT task_id, scored FROM rollouts").fetchall() == [("good", 1)]
+
+
+def test_a_task_naming_a_skill_that_is_not_installed_is_skipped_with_one_line_not_run_unscored(tmp_path, db):
+    """Its every rollout was a sandbox_error, retried, unscored; loading cannot tell (it loads no skills),
+    so the runner refuses it before any rollout, as one line and one task_errors row."""
+    make_task(tmp_path / "tasks", "good")
+    make_task(tmp_path / "tasks", "noskill", extra={"tools": ["core", "nope"]})
+    r = invoke("run", tmp_path / "tasks", "--agent", "oracle", "--sandbox", "local", "--db", db, "--run-id", "s")
+    assert r.exit_code == 0, r.output
+    [line] = skipped_lines(r.output)
+    assert "/noskill: tools: no skill named 'nope' (installed: calendar, core," in line, line
+    assert "1 task(s) could not be read and were skipped" in r.output
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT task_id, passed FROM rollouts").fetchall() == [("good", 1)]
+        assert con.execute("SELECT task_id, field FROM task_errors").fetchall() == [("noskill", "tools")]

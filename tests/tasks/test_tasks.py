@@ -81,10 +81,6 @@ def test_unknown_field_and_bad_check_are_reported_at_load(tmp_path):
     unknown = make_task(tmp_path / "c", "unknown", extra={"verifier": {"type": "nope"}})
     err = _error_for(unknown)
     assert err.field == "verifier.type" and "nope" in err.message
-    # an unknown tool server failed each rollout as an unscored sandbox_error, retried, before
-    no_skill = make_task(tmp_path / "d", "noskill", extra={"tools": ["core", "nope"]})
-    err = _error_for(no_skill)
-    assert err.field == "tools" and "no skill named 'nope'" in err.message and "available: calendar" in err.message
 
 
 def test_one_bad_task_does_not_hide_the_others(tmp_path):
