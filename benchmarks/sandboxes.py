@@ -1,4 +1,4 @@
-"""Sandbox backends side by side: create + exec + close latency, and 64 concurrent rollouts.
+"""Sandbox backends side by side: create + exec + end_turn + close latency, and 64 concurrent rollouts.
 
     .venv/bin/python benchmarks/sandboxes.py                 # local, bwrap, docker (those that run here)
     .venv/bin/python benchmarks/sandboxes.py --backends local,bwrap --rollouts 32
@@ -71,7 +71,7 @@ async def latency(backend: str, n: int) -> dict[str, float]:
     name, config = spec(backend)
     make = get_registry().get("sandboxes", name)
     task = tiny_task(0)
-    starts, execs, closes, totals = [], [], [], []
+    starts, execs, ends, closes, totals = [], [], [], [], []
     for _ in range(n + 1):  # the first warms caches and probes; not counted
         t0 = time.perf_counter()
         sb = make(config)
@@ -80,14 +80,18 @@ async def latency(backend: str, n: int) -> dict[str, float]:
         r = await sb.exec("true")
         assert r.exit_code == 0, r.stderr
         t2 = time.perf_counter()
-        await sb.close()
+        await sb.end_turn()  # what every rollout does before scoring
         t3 = time.perf_counter()
+        await sb.close()
+        t4 = time.perf_counter()
         starts.append(t1 - t0)
         execs.append(t2 - t1)
-        closes.append(t3 - t2)
-        totals.append(t3 - t0)
+        ends.append(t3 - t2)
+        closes.append(t4 - t3)
+        totals.append(t4 - t0)
     med = lambda xs: statistics.median(xs[1:]) * 1000  # noqa: E731
-    return {"create": med(starts), "exec": med(execs), "close": med(closes), "total": med(totals)}
+    return {"create": med(starts), "exec": med(execs), "end_turn": med(ends), "close": med(closes),
+            "total": med(totals)}
 
 
 async def rollouts(backend: str, n: int, waves: int, db: Path) -> dict[str, float]:
@@ -121,12 +125,13 @@ def main() -> None:
 
     lat = {b: anyio.run(latency, b, args.n) for b in backends}
     base = lat.get("local")
-    print(f"\ncreate + exec('true') + close, median of {args.n} (ms)")
+    print(f"\ncreate + exec('true') + end_turn + close, median of {args.n} (ms)")
     width = max(8, *(len(b) for b in backends))
-    print(f"{'backend':{width}} {'create':>8} {'exec':>8} {'close':>8} {'total':>8}  vs local")
+    print(f"{'backend':{width}} {'create':>8} {'exec':>8} {'end_turn':>8} {'close':>8} {'total':>8}  vs local")
     for b, m in lat.items():
         ratio = f"{m['total'] / base['total']:.1f}x" if base else "-"
-        print(f"{b:{width}} {m['create']:8.1f} {m['exec']:8.1f} {m['close']:8.1f} {m['total']:8.1f}  {ratio}")
+        print(f"{b:{width}} {m['create']:8.1f} {m['exec']:8.1f} {m['end_turn']:8.1f} {m['close']:8.1f} "
+              f"{m['total']:8.1f}  {ratio}")
 
     total = args.rollouts * args.waves
     print(f"\n{total} rollouts, {args.rollouts} at a time, scripted agent, {len(CALLS)} tool calls each")

@@ -110,8 +110,14 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         every folder the isolated side sees; end_turn() frees it."""
         if self.sandbox_root is not None and self.sandbox_root.mounted:
             pages = sum(-(-len(f.data) // 4096) * 4096 for f in task.hidden)
-            with open(self.sandbox_root.path / ROOM_FILE, "wb") as room:
-                os.posix_fallocate(room.fileno(), 0, 2 * pages + SCORING_ROOM_BYTES)
+            path = self.sandbox_root.path / ROOM_FILE
+            try:
+                with open(path, "wb") as room:
+                    os.posix_fallocate(room.fileno(), 0, 2 * pages + SCORING_ROOM_BYTES)
+            except OSError as e:  # a quota squeezed by memory: run without the room rather than not at all
+                path.unlink(missing_ok=True)
+                log.warning("%s sandbox: no room kept for scoring in its disk quota (%s); an agent that fills "
+                            "it may end unscored", self.name, e)
 
     async def end_turn(self) -> list[str]:
         if self.root is not None:  # a subclass stops the agent's processes before this runs
