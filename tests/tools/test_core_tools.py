@@ -91,6 +91,37 @@ def test_glob_and_grep():
     assert one == "src/app.py:2:    return a - b"
 
 
+def test_grep_with_a_pattern_that_backtracks_without_end_is_stopped_and_the_loop_stays_free(monkeypatch):
+    """(a+)+$ against a line of a's and one '!' never ends; it held the tool server's event loop, which is
+    the runner's: every other rollout of the run stopped with it. Now it is killed at grep's deadline."""
+    import clawsdk_tools.files as files
+
+    monkeypatch.setattr(files, "GREP_TIMEOUT_S", 2.0)
+    ticks = []
+
+    async def body(client, sb):
+        await client.call_tool("write", {"path": "r.txt", "content": "a" * 40 + "!\n"})
+        async with anyio.create_task_group() as tg:
+            async def tick():
+                while True:
+                    ticks.append(anyio.current_time())
+                    await anyio.sleep(0.05)
+
+            tg.start_soon(tick)
+            started = anyio.current_time()
+            bad = await client.call_tool("grep", {"pattern": "(a+)+$", "path": "."})
+            took = anyio.current_time() - started
+            good = await client.call_tool("grep", {"pattern": "a!$"})
+            tg.cancel_scope.cancel()
+        return bad, took, good
+
+    bad, took, good = drive(body)
+    assert bad.is_error and "still matching after 2 s" in text(bad), text(bad)
+    assert 2.0 <= took < 10, took
+    assert len(ticks) >= 20, f"the event loop ran {len(ticks)} times in {took:.1f} s: grep blocked it"
+    assert text(good) == "r.txt:1:" + "a" * 40 + "!"
+
+
 def test_paths_outside_the_workspace_are_tool_errors():
     async def body(client, sb):
         os.symlink("/etc", os.path.join(sb.workspace, "out"))

@@ -9,11 +9,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import anyio
+
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
 from clawsdk.sandbox.paths import normalize_relative
+from clawsdk_tools._match import match_in_process
 from clawsdk_tools.patch import PatchError, apply_hunks, parse_patch
 
 if TYPE_CHECKING:
@@ -22,6 +25,9 @@ if TYPE_CHECKING:
 MAX_READ_CHARS = 64_000
 MAX_GREP_FILE = 2 * 1024 * 1024
 MAX_MATCHES = 200
+#: grep matches in a process of its own, killed past this (clawsdk_tools._match)
+GREP_TIMEOUT_S = 20.0
+GREP_BATCH_BYTES = 8 * 1024 * 1024
 MAX_LIST = 2000
 
 
@@ -166,30 +172,42 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
         except re.error as e:
             raise ToolError(f"invalid regular expression: {e}") from e
         name_rx = glob_to_regex(glob) if glob else None
+
+        async def texts():
+            if path not in ("", ".", "./"):
+                try:
+                    yield path, await sandbox.read(path)
+                    return
+                except IsADirectoryError:
+                    pass
+            for e in await sandbox.list(path, recursive=True):
+                if e.is_dir or e.size > MAX_GREP_FILE or (name_rx and not name_rx.match(e.path)):
+                    continue
+                try:
+                    yield e.path, await sandbox.read(e.path)
+                except (OSError, ValueError):  # a symlink out or a vanished file: skip it, keep searching
+                    continue
+
         out: list[str] = []
+        batch: list[tuple[str, bytes]] = []
 
-        def scan(p: str, data: bytes) -> None:
-            if b"\x00" in data[:8192]:
-                return
-            for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if rx.search(line) and len(out) < MAX_MATCHES:
-                    out.append(f"{p}:{n}:{line[:500]}")
+        async def match() -> None:
+            out.extend(await match_in_process(rx.pattern, rx.flags, batch, MAX_MATCHES - len(out)))
+            batch.clear()
 
-        if path not in ("", ".", "./"):
-            try:
-                scan(path, await sandbox.read(path))
-                return "\n".join(out) if out else "(no match)"
-            except IsADirectoryError:
-                pass
-        for e in await sandbox.list(path, recursive=True):
-            if len(out) >= MAX_MATCHES:
-                break
-            if e.is_dir or e.size > MAX_GREP_FILE or (name_rx and not name_rx.match(e.path)):
-                continue
-            try:
-                scan(e.path, await sandbox.read(e.path))
-            except (OSError, ValueError):  # a symlink out or a vanished file: skip it, keep searching
-                continue
+        with anyio.move_on_after(GREP_TIMEOUT_S) as scope:
+            async for item in texts():
+                batch.append(item)
+                if sum(len(d) for _, d in batch) >= GREP_BATCH_BYTES:
+                    await match()
+                    if len(out) >= MAX_MATCHES:
+                        break
+            if batch and len(out) < MAX_MATCHES:
+                await match()
+        if scope.cancelled_caught:
+            raise ToolError(f"the pattern was still matching after {GREP_TIMEOUT_S:g} s and was stopped (a "
+                            "nested repetition such as (a+)+ can backtrack without end); simplify it or "
+                            "narrow the path")
         if len(out) >= MAX_MATCHES:
             out.append(f"[stopped at {MAX_MATCHES} matches; narrow the pattern or the path]")
         return truncate("\n".join(out)) if out else "(no match)"

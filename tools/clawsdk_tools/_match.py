@@ -1,0 +1,64 @@
+"""grep's matching, run as its own process (`python -I _match.py`, arguments pickled on stdin).
+
+Python's re cannot be interrupted, and the tool servers run in the runner's process: a pattern that
+backtracks without end, such as (a+)+$ against a line of a's, held the event loop of every rollout of
+the run for as long as it took. As a process of its own, the match gets a deadline and is killed at it.
+The file runs as a script with the standard library only, so it starts in a few tens of milliseconds.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+
+
+def match_lines(pattern: str, flags: int, files: list[tuple[str, bytes]], limit: int) -> list[str]:
+    """`path:line:text` for each matching line of each text file, up to `limit` lines."""
+    rx = re.compile(pattern, flags)
+    out: list[str] = []
+    for path, data in files:
+        if b"\x00" in data[:8192]:  # binary
+            continue
+        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if rx.search(line):
+                out.append(f"{path}:{n}:{line[:500]}")
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+async def match_in_process(pattern: str, flags: int, files: list[tuple[str, bytes]], limit: int) -> list[str]:
+    """match_lines in a child process, killed if the caller is cancelled (its deadline passes)."""
+    import anyio
+
+    proc = await anyio.open_process([sys.executable, "-I", os.path.abspath(__file__)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = bytearray(), bytearray()
+
+        async def drain(stream, buf: bytearray) -> None:
+            async for chunk in stream:
+                buf += chunk
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain, proc.stdout, out)
+            tg.start_soon(drain, proc.stderr, err)
+            await proc.stdin.send(pickle.dumps((pattern, flags, files, limit), protocol=pickle.HIGHEST_PROTOCOL))
+            await proc.stdin.aclose()
+            await proc.wait()
+        if proc.returncode != 0:
+            raise RuntimeError(f"grep's matcher exited with {proc.returncode}: "
+                               f"{err.decode('utf-8', 'replace').strip()[-300:]}")
+        return pickle.loads(bytes(out))
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            with anyio.CancelScope(shield=True):
+                await proc.wait()
+
+
+if __name__ == "__main__":
+    sys.stdout.buffer.write(pickle.dumps(match_lines(*pickle.load(sys.stdin.buffer))))
