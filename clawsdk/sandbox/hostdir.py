@@ -9,6 +9,7 @@ started outlives it.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -199,6 +200,11 @@ class HostDirSandbox(Sandbox):
                 start_new_session=True,
             )
         except OSError as e:
+            if e.errno == errno.E2BIG:  # the command's own fault, answered as a shell would: not a broken sandbox
+                size = sum(len(a.encode("utf-8", "surrogateescape")) + 1 for a in argv)
+                return ExecResult(126, "", f"command too long: {size:,} bytes with its arguments, over the "
+                                           "system's limit (Argument list too long); write it to a file and run "
+                                           "that instead", duration_s=time.perf_counter() - started)
             self.failure = f"could not start {argv[0]!r}: {e}"
             raise SandboxError(self.failure) from e
         self._groups.add(proc.pid)

@@ -170,3 +170,20 @@ def test_an_agent_that_fills_its_disk_quota_is_still_scored(backend, tmp_path):
                               [o.rollout_id])[-1]["payload"]
         assert "No space left" in out, out  # the agent did fill it
         assert o.kind.value == "ok" and o.reward == expected, o
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_command_over_the_systems_length_limit_is_the_agents_error_not_a_broken_sandbox(backend, tmp_path):
+    """exec of a 5 MB command failed to spawn (E2BIG) and the sandbox was marked broken: sandbox_error,
+    unscored. Now the agent gets exit 126 and a message, and the rollout is scored."""
+    skip_unless_available(backend)
+    task = clawgym_task(tmp_path)
+    huge = {"tool": "exec", "args": {"command": "echo " + "a" * 5_000_000}}
+    for calls, expected in (([huge, answer()], 1.0), ([huge], 0.0)):
+        db = tmp_path / f"e2big-{expected}.db"
+        o, detail = run_one(task, ScriptedAgent(calls), db, backend)
+        assert o.kind.value == "ok" and o.reward == expected, (o, detail)
+        with Store(db) as store:
+            first = json.loads(store.query("SELECT payload FROM events WHERE rollout_id = ? AND kind = 'tool_result' "
+                                           "ORDER BY seq LIMIT 1", [o.rollout_id])[0]["payload"])
+        assert json.loads(first["content"])["exit_code"] == 126, first  # a shell says the same
