@@ -109,7 +109,7 @@ def arguments_of(call: dict[str, Any]) -> Any:
     if isinstance(args, str):
         try:
             return json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # the tool answers that they are not an object
             return args
     return {} if args is None else args
 
@@ -191,7 +191,15 @@ class ParsedOutput:
 
 
 def _loads_lenient(text: str) -> Any:
-    """JSON, else JSON with trailing text or trailing commas, else a Python literal (single quotes)."""
+    """JSON, else JSON with trailing text or trailing commas, else a Python literal (single quotes);
+    ValueError if none of them reads it."""
+    try:
+        return _loads_any(text)
+    except RecursionError:  # a model that repeats "[" a few thousand times: its malformed call, not a crash
+        raise ValueError("nested too deep to read (brackets inside brackets, over a thousand levels)") from None
+
+
+def _loads_any(text: str) -> Any:
     text = text.strip()
     fence = _FENCE.match(text)
     if fence:
@@ -235,6 +243,8 @@ def _call_of(obj: Any, raw: str) -> ParsedCall:
             args = json.loads(args) if args.strip() else {}
         except json.JSONDecodeError as e:
             raise ValueError(f'"arguments" of {name!r} is a string that is not valid JSON ({e.msg})') from None
+        except RecursionError:
+            raise ValueError(f'"arguments" of {name!r} are nested too deep to read') from None
     if args is None:
         args = {}
     if not isinstance(args, dict):

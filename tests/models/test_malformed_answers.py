@@ -3,6 +3,8 @@ retried, unscored, with the raw answer (capped) in the rollout's error event; ne
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
 from conftest import Reply, completion, write_task
@@ -126,3 +128,18 @@ def test_any_text_a_local_model_writes_becomes_a_message_never_an_exception():
         assert msg["role"] == "assistant"
         for c in msg.get("tool_calls") or []:
             assert isinstance(c["function"]["name"], str) and isinstance(c["function"]["arguments"], str)
+
+
+def test_a_model_that_nests_brackets_thousands_deep_gets_a_malformed_call_back_not_a_crash():
+    """json raises RecursionError, not JSONDecodeError, past about a thousand levels; a small model that
+    repeats "[" wrote that, and parse_tool_calls ("never raises") raised it into the agent."""
+    from clawsdk.models.toolcalls import arguments_of, message_from_text, parse_tool_calls
+
+    deep = "[" * 5000 + "]" * 5000
+    for text in ("<tool_call>" + "[" * 100_000 + "</tool_call>",
+                 "<tool_call>" + json.dumps({"name": "read", "arguments": deep}) + "</tool_call>",
+                 '<tool_call>{"name": "read", "arguments": ' + deep + "}</tool_call>"):
+        parsed = parse_tool_calls(text)
+        assert parsed.calls == [] and len(parsed.errors) == 1 and "nested too deep" in parsed.errors[0][1], parsed
+        assert message_from_text(text)["content"]  # the block stays, for the agent to answer with an error
+    assert arguments_of({"function": {"name": "read", "arguments": deep}}) == deep  # not an object: a tool error
