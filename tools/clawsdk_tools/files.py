@@ -196,10 +196,13 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
             batch.clear()
 
         with anyio.move_on_after(GREP_TIMEOUT_S) as scope:
+            size = 0
             async for item in texts():
                 batch.append(item)
-                if sum(len(d) for _, d in batch) >= GREP_BATCH_BYTES:
+                size += len(item[1])
+                if size >= GREP_BATCH_BYTES:
                     await match()
+                    size = 0
                     if len(out) >= MAX_MATCHES:
                         break
             if batch and len(out) < MAX_MATCHES:
