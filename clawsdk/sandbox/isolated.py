@@ -12,24 +12,26 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import anyio
 
 from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.hostdir import HostDirSandbox, workspace_root
-from clawsdk.sandbox.hostroot import SandboxRoot, sweep_orphans
+from clawsdk.sandbox.hostroot import SandboxRoot, remove_tree, sweep_orphans
 from clawsdk.sandbox.limits import IsolationOptions
 from clawsdk.tasks.model import File, Task
 
 log = logging.getLogger(__name__)
 
 #: Kept free in a root with a disk quota until the agent's turn ends, for what scoring writes: the
-#: hidden files, twice (ClawGym's verifier copies its reward files into the workspace), and this much
-#: for the verifier's own output. An agent that fills its quota cannot make its rollout unscored.
+#: hidden files and their folders, twice (ClawGym's verifier copies its reward files into the
+#: workspace), and this much room and this many files for the verifier's own output. An agent that
+#: fills its quota, in bytes or in files, cannot make its rollout unscored.
 SCORING_ROOM_BYTES = 8 * 1024 * 1024
-ROOM_FILE = "scoring-room"
+SCORING_ROOM_FILES = 64
+ROOM = "scoring-room"
 
 _swept: set[tuple[str, Path]] = set()
 
@@ -76,7 +78,8 @@ class IsolatedHostDirSandbox(HostDirSandbox):
             n = await anyio.to_thread.run_sync(sweep_orphans, base, self.name)
             if n:
                 log.warning("removed %d %s sandbox folder(s) left by a killed process", n, self.name)
-        self.sandbox_root = SandboxRoot(base, self.name, self.opts.disk_mb if self.privileged else 0)
+        self.sandbox_root = SandboxRoot(base, self.name, self.opts.disk_mb if self.privileged else 0,
+                                        self.opts.files)
         self.root = self.sandbox_root.path
         try:
             if self.privileged:
@@ -110,18 +113,22 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         every folder the isolated side sees; end_turn() frees it."""
         if self.sandbox_root is not None and self.sandbox_root.mounted:
             pages = sum(-(-len(f.data) // 4096) * 4096 for f in task.hidden)
-            path = self.sandbox_root.path / ROOM_FILE
+            folders = {str(p) for f in task.hidden for p in PurePosixPath(f.path).parents}
+            path = self.sandbox_root.path / ROOM
             try:
-                with open(path, "wb") as room:
+                path.mkdir(mode=0o700)
+                with open(path / "bytes", "wb") as room:
                     os.posix_fallocate(room.fileno(), 0, 2 * pages + SCORING_ROOM_BYTES)
+                for i in range(2 * (len(task.hidden) + len(folders)) + SCORING_ROOM_FILES):
+                    (path / str(i)).touch()
             except OSError as e:  # a quota squeezed by memory: run without the room rather than not at all
-                path.unlink(missing_ok=True)
+                remove_tree(path)
                 log.warning("%s sandbox: no room kept for scoring in its disk quota (%s); an agent that fills "
                             "it may end unscored", self.name, e)
 
     async def end_turn(self) -> list[str]:
         if self.root is not None:  # a subclass stops the agent's processes before this runs
-            (self.root / ROOM_FILE).unlink(missing_ok=True)
+            await anyio.to_thread.run_sync(remove_tree, self.root / ROOM)
         return await super().end_turn()
 
     async def close(self) -> None:

@@ -31,6 +31,7 @@ class IsolationOptions:
     nproc: int = 256  # processes per exec (bwrap) / per container (docker)
     file_mb: int = 1024  # largest file a command may write
     disk_mb: int = 2048  # what the sandbox may write in all (workspace, home); a tmpfs, as root only
+    files: int = 131072  # files and folders the sandbox may hold (each costs the host ~1 KiB); as root only
     tmp_mb: int = 512  # docker: /tmp inside (bwrap's /tmp lies in the sandbox root, under disk_mb)
     cpus: float = 1.0  # docker: CPU share
     network: bool = False  # docker: give the container a network (bwrap never does)

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from clawsdk.sandbox.isolated import ROOM_FILE
+from clawsdk.sandbox.hostroot import remove_tree
+from clawsdk.sandbox.isolated import ROOM
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.hostroot import SandboxRoot
@@ -297,7 +298,7 @@ def _ipc_ids(kind: str) -> list[int]:
 
 def _reset_host(sb: DockerSandbox) -> str | None:
     root = sb.sandbox_root.path
-    (root / ROOM_FILE).unlink(missing_ok=True)  # a sandbox closed before its turn ended still holds it
+    remove_tree(root / ROOM)  # a sandbox closed before its turn ended still holds it
     names = set(os.listdir(root))
     if names != set(HOST_FOLDERS):
         return f"the sandbox root holds {sorted(names)}"

@@ -176,7 +176,8 @@ class DockerSandbox(IsolatedHostDirSandbox):
             str(self.root / "hidden"): {"bind": o.hidden_path, "mode": "ro"},
             str(self.io_dir): {"bind": IO_PATH, "mode": "ro"},
         }
-        tmpfs = {"/tmp": f"size={o.tmp_mb or 512}m,mode=1777", "/var/tmp": "size=64m,mode=1777",
+        files = f",nr_inodes={o.files}" if o.files else ""
+        tmpfs = {"/tmp": f"size={o.tmp_mb or 512}m,mode=1777{files}", "/var/tmp": f"size=64m,mode=1777{files}",
                  "/run": "size=16m,mode=755"}
         ulimits = [docker.types.Ulimit(name="core", soft=0, hard=0)]
         if o.file_mb:

@@ -149,8 +149,16 @@ def test_a_fifo_or_socket_the_agent_leaves_is_taken_out_and_the_rollout_scored(b
         assert [n["removed"] for n in notes if n.get("event") == "end_turn"] == [removed], notes
 
 
+FILL_BYTES = "for i in $(seq 1 100); do head -c 8000000 /dev/zero > f$i || break; done; df -k . | tail -1"
+# empty files take no bytes: without a limit on their number an agent made 3 million in 30 s (about
+# 3 GB of the host's memory) and scoring could not create its files: verifier_error, unscored
+FILL_FILES = ("python3 -c \"import os\nos.mkdir('d')\nn = 0\ntry:\n  while True: open('d/%d' % n, 'w').close(); "
+              "n += 1\nexcept OSError as e: print(n, e)\"; df -i . | tail -1")
+
+
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])
-def test_an_agent_that_fills_its_disk_quota_is_still_scored(backend, tmp_path):
+@pytest.mark.parametrize("fill", [FILL_BYTES, FILL_FILES], ids=["bytes", "files"])
+def test_an_agent_that_fills_its_disk_quota_is_still_scored(backend, fill, tmp_path):
     """Hidden and reward files are written into the quota the agent filled: that was ENOSPC, a verifier_error,
     unscored, for the agent that did the work as for the one that did not."""
     skip_unless_available(backend)
@@ -159,16 +167,18 @@ def test_an_agent_that_fills_its_disk_quota_is_still_scored(backend, tmp_path):
     from clawsdk.sandbox.base import SandboxConfig
 
     task = clawgym_task(tmp_path)
-    fill = {"tool": "exec", "args": {"command": "for i in $(seq 1 100); do head -c 8000000 /dev/zero > f$i || "
-                                                "break; done; df -k . | tail -1"}}
-    for calls, expected in (([answer(), fill], 1.0), ([fill], 0.0)):
+    fill_call = {"tool": "exec", "args": {"command": fill}}
+    for calls, expected in (([answer(), fill_call], 1.0), ([fill_call], 0.0)):
         db = tmp_path / f"fill-{expected}.db"
         [o] = run_sync([task], agent=ScriptedAgent(calls), db=db, sandbox=backend, retries=0,
-                       sandbox_config=SandboxConfig(extra={"disk_mb": 64})).outcomes
+                       sandbox_config=SandboxConfig(extra={"disk_mb": 64, "files": 5000})).outcomes
         with Store(db) as store:
             out = store.query("SELECT payload FROM events WHERE rollout_id = ? AND kind = 'tool_result'",
                               [o.rollout_id])[-1]["payload"]
         assert "No space left" in out, out  # the agent did fill it
+        if fill is FILL_FILES:
+            made = int(json.loads(json.loads(out)["content"])["stdout"].split()[0])
+            assert 4000 < made < 5000, out  # the limit held, and left scoring its files
         assert o.kind.value == "ok" and o.reward == expected, o
 
 
@@ -187,3 +197,21 @@ def test_a_command_over_the_systems_length_limit_is_the_agents_error_not_a_broke
             first = json.loads(store.query("SELECT payload FROM events WHERE rollout_id = ? AND kind = 'tool_result' "
                                            "ORDER BY seq LIMIT 1", [o.rollout_id])[0]["payload"])
         assert json.loads(first["content"])["exit_code"] == 126, first  # a shell says the same
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_the_number_of_files_a_sandbox_may_hold_is_limited_by_default(backend, tmp_path):
+    """Each file costs the host about 1 KiB of kernel memory whatever its size; the kernel's default
+    allowed an agent 3 million of them in a sandbox whose bytes were limited."""
+    skip_unless_available(backend)
+    if os.geteuid() != 0:
+        pytest.skip("the quota is a tmpfs, mounted as root only")
+    from clawsdk.sandbox.limits import IsolationOptions
+
+    df = {"tool": "exec", "args": {"command": "df --output=itotal . /tmp | tail -n +2"}}
+    o, _ = run_one(clawgym_task(tmp_path), ScriptedAgent([df]), tmp_path / "df.db", backend)
+    with Store(tmp_path / "df.db") as store:
+        out = store.query("SELECT payload FROM events WHERE rollout_id = ? AND kind = 'tool_result'",
+                          [o.rollout_id])[-1]["payload"]
+    totals = [int(line.split()[0]) for line in json.loads(json.loads(out)["content"])["stdout"].splitlines()]
+    assert totals == [IsolationOptions().files] * 2, out
