@@ -68,6 +68,13 @@ class SandboxConfig:
 
 #: Sandbox.end_turn's script: every FIFO, socket and device under the workspace is removed, even in a
 #: folder the agent made read-only (whose mode is put back), and printed NUL-terminated.
+#: Added to the environment of every command after the agent's turn (the verifier's). Python runs
+#: usercustomize.py and the .pth files of the user site in $HOME/.local at start, and verifiers run
+#: Python with the agent's HOME: one file there scored an agent that did nothing 1.0 on every ClawGym
+#: task. The price: a package the agent installed with `pip install --user` is not seen by the
+#: verifier (an isolating sandbox has no network, so there it cannot install one).
+SCORING_ENV = {"PYTHONNOUSERSITE": "1"}
+
 _END_TURN = r"""
 find . -mindepth 1 \( -type p -o -type s -o -type b -o -type c \) -print0 2>/dev/null |
 while IFS= read -r -d '' f; do
@@ -97,6 +104,8 @@ class Sandbox(abc.ABC):
     hidden_path: str | None = None
     #: Set when the sandbox itself broke (not the command in it); the rollout becomes sandbox_error.
     failure: str | None = None
+    #: Set by `end_turn`: what runs from then on is the verifier's, with SCORING_ENV in its environment.
+    turn_over: bool = False
 
     @abc.abstractmethod
     async def start(self, task: Task) -> None:
@@ -140,8 +149,10 @@ class Sandbox(abc.ABC):
         A FIFO, socket or device where a verifier reads a deliverable blocks it or makes it fail, and
         an agent that left one would turn its own failure into an unscored rollout. They are removed
         (a symlink is not followed) and their paths returned, so the verifier scores the workspace
-        without them. A backend whose agent processes outlive a command stops them first.
+        without them. A backend whose agent processes outlive a command stops them first. Commands
+        from then on get SCORING_ENV, so startup files the agent planted in its HOME do not run.
         """
+        self.turn_over = True
         r = await self.exec(["bash", "-c", _END_TURN], timeout=60)
         return sorted(p.removeprefix("./") for p in r.stdout.split("\0") if p)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from clawsdk.errors import SandboxError
-from clawsdk.sandbox.base import Entry, ExecResult, Sandbox, SandboxConfig
+from clawsdk.sandbox.base import SCORING_ENV, Entry, ExecResult, Sandbox, SandboxConfig
 from clawsdk.sandbox import hostroot
 from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
@@ -172,6 +172,8 @@ class HostDirSandbox(Sandbox):
         }
         if self.hidden_path:
             env["CLAWSDK_HIDDEN"] = self.hidden_path
+        if self.turn_over:
+            env.update(SCORING_ENV)
         return env
 
     def wrap_command(self, argv: list[str], cwd: str, env: dict[str, str]) -> tuple[list[str], str, dict]:

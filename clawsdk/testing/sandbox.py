@@ -357,6 +357,22 @@ async def check_end_turn_removes_what_no_verifier_can_read(factory: Factory, con
 
 
 @_check
+async def check_after_end_turn_the_agents_python_startup_files_do_not_run(factory: Factory,
+                                                                        config: SandboxConfig) -> None:
+    """Python runs usercustomize.py from the user site in $HOME at start. The agent's commands may; once
+    end_turn() has run, the verifier's must not (SCORING_ENV), or one planted file scores an idle agent."""
+    async with _Opened(factory, config) as o:
+        sb = await o.start()
+        plant = ("d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$d\" && "
+                 "echo 'print(\"planted\")' > \"$d/usercustomize.py\" && python3 -c 'print(1)'")
+        r = await sb.exec(plant)
+        assert r.stdout.split() == ["planted", "1"], f"could not plant the file: {r.stdout} {r.stderr}"
+        await sb.end_turn()
+        r = await sb.exec("python3 -c 'print(1)'")
+        assert r.stdout.split() == ["1"], f"after end_turn the agent's usercustomize.py still ran: {r.stdout}"
+
+
+@_check
 async def check_two_sandboxes_isolated(factory: Factory, config: SandboxConfig) -> None:
     """Two sandboxes have separate workspaces; with fs isolation one cannot read the other's files."""
     secret = "SECRET-" + secrets.token_hex(8)

@@ -215,3 +215,27 @@ def test_the_number_of_files_a_sandbox_may_hold_is_limited_by_default(backend, t
                           [o.rollout_id])[-1]["payload"]
     totals = [int(line.split()[0]) for line in json.loads(json.loads(out)["content"])["stdout"].splitlines()]
     assert totals == [IsolationOptions().files] * 2, out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name, line", [("usercustomize.py", "import os; os.write(1, b'1.0\\n'); os._exit(0)"),
+                                        ("x.pth", "import os; os.write(1, b'1.0\\n') and os._exit(0)")],
+                         ids=["usercustomize", "pth"])
+def test_python_startup_files_the_agent_plants_in_its_home_do_not_run_in_the_verifier(backend, name, line, tmp_path):
+    """Python runs ~/.local/lib/pythonX.Y/site-packages/usercustomize.py, and that folder's .pth files, at
+    start. The verifiers run Python in the sandbox with the agent's HOME, so one file there scored an agent
+    that did nothing 1.0 on every ClawGym task, and on every checks task with a Python command."""
+    skip_unless_available(backend)
+    plant = {"tool": "exec", "args": {"command": (
+        "d=$(python3 -c 'import site; print(site.getusersitepackages())') && mkdir -p \"$d\" && "
+        f"echo \"{line}\" > \"$d/{name}\" && python3 -c 'print(2)'")}}
+    native = load_tasks(make_task(tmp_path / "native", "py", checks=[
+        {"type": "command", "run": "python3 -c 'import sys; sys.exit(1)'"}])).tasks[0]
+    for task in (clawgym_task(tmp_path), native):
+        o, detail = run_one(task, ScriptedAgent([plant]), tmp_path / f"{task.id}.db", backend)
+        with Store(tmp_path / f"{task.id}.db") as store:
+            out = store.query("SELECT payload FROM events WHERE rollout_id = ? AND kind = 'tool_result'",
+                              [o.rollout_id])[-1]["payload"]
+        # planted, and it runs in the agent's own python
+        assert json.loads(json.loads(out)["content"])["stdout"] == "1.0\n", out
+        assert o.kind.value == "ok" and o.reward == 0.0, (task.id, o, detail)
