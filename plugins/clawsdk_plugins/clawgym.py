@@ -518,7 +518,11 @@ class ClawGymVerifier(Verifier):
                          f"out ({blocked})"
                 await ctx.recorder.record("verifier", {"check": spec.script, "score": 0.0, "detail": reason})
                 return Verdict(verifier=self.name, score=0.0, passed=False, detail=reason[:4000])
-            result = await sandbox.exec(["bash", spec.script], timeout=spec.timeout_s)
+            # run from the verifier's own read-only folder, not the workspace: reward.sh pipes into
+            # `python3 -c`, which imports from its working folder first, so a json.py the agent left
+            # there scored 1.0 on every task (the scripts name their files by absolute path)
+            result = await sandbox.exec(["bash", "-c", 'cd -- "$1" && exec bash -- "$2"', "reward.sh",
+                                         ctx.hidden_path or "/", f"{ws}/{spec.script}"], timeout=spec.timeout_s)
             await ctx.recorder.record(
                 "sandbox_exec",
                 {"command": f"bash {spec.script}", "exit_code": result.exit_code, "stdout": result.stdout[-4000:],

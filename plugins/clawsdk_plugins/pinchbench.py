@@ -457,7 +457,9 @@ class PinchBenchVerifier(Verifier):
         grade_path = f"{ctx.hidden_path.rstrip('/')}/{spec.grade_file}"
         transcript = to_transcript(await ctx.events(), task.instruction)
         result = await ctx.sandbox.exec(
-            ["python3", "-c", RUNNER, grade_path, ctx.sandbox.workspace_path],
+            # -I: `python3 -c` imports from the working folder (the workspace) first, so a json.py the agent
+            # wrote there scored 1.0; isolated mode takes neither that folder nor the user site
+            ["python3", "-I", "-c", RUNNER, grade_path, ctx.sandbox.workspace_path],
             timeout=spec.timeout_s, stdin=json.dumps(transcript, default=str).encode("utf-8"),
         )
         await ctx.recorder.record(

@@ -239,3 +239,29 @@ def test_python_startup_files_the_agent_plants_in_its_home_do_not_run_in_the_ver
         # planted, and it runs in the agent's own python
         assert json.loads(json.loads(out)["content"])["stdout"] == "1.0\n", out
         assert o.kind.value == "ok" and o.reward == 0.0, (task.id, o, detail)
+
+
+SHADOW = {  # a module named like the standard library's, in the workspace: it runs where it is imported
+    "clawgym": "import os, sys; sys.stdin.read(); os.write(1, b'1.0\\n'); os._exit(0)",
+    "pinchbench": "import os; os.write(1, b'\\n__CLAWSDK_GRADE__{\"result\": {\"x\": 1.0}}\\n'); os._exit(0)",
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fmt", sorted(SHADOW))
+def test_a_module_the_agent_writes_does_not_shadow_the_standard_library_in_the_verifier(backend, fmt, tmp_path):
+    """ClawGym's reward.sh pipes check.py into `python3 -c 'import json ...'`, and PinchBench's grade()
+    runner is `python3 -c`: both ran in the workspace, where `-c` looks for modules first. A json.py the
+    agent wrote there scored an agent that did nothing 1.0, on every task of both formats."""
+    skip_unless_available(backend)
+    from tests.formats.formats_helpers import PINCHBENCH
+
+    task = clawgym_task(tmp_path) if fmt == "clawgym" else \
+        {t.id: t for t in load_tasks(f"pinchbench:{PINCHBENCH}").tasks}["task_02_project_layout"]
+    shadow = {"tool": "write", "args": {"path": "json.py", "content": SHADOW[fmt]}}
+    o, detail = run_one(task, ScriptedAgent([shadow]), tmp_path / "shadow.db", backend)
+    assert o.kind.value == "ok" and o.reward is not None and o.reward < 0.5, (o, detail)
+    with Store(tmp_path / "shadow.db") as store:
+        runs = [json.loads(e["payload"]) for e in store.query(
+            "SELECT payload FROM events WHERE rollout_id = ? AND kind = 'sandbox_exec'", [o.rollout_id])]
+    assert runs and all("__CLAWSDK_GRADE__{\"result\": {\"x\"" not in r["stdout"] for r in runs), runs
