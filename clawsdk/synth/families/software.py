@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from clawsdk.synth.families import bugs, pools
+import hashlib
+import json
+from pathlib import Path
+
+from clawsdk.synth.families import bugs, difftest, pools
 from clawsdk.synth.families.base import Family, Spec, edit, exec_, read, write
+
+DIFFTEST = Path(difftest.__file__).read_text(encoding="utf-8")
 
 class FixFailingTest(Family):
     name = "fix-failing-test"
@@ -52,15 +58,19 @@ tests pass. Do not change the tests; they describe the intended behaviour.
 """
         if level == 3:
             instruction = instruction.replace("the bug", "the bugs")
-        hidden_test = test_src.replace("unittest.main()", "unittest.main(verbosity=0)")
+        # the test calls answered by the agent's module in a process of its own, compared in one that
+        # imports nothing of the agent's (difftest.py says why); expected values salted and hashed
+        salt = hashlib.sha256(buggy.encode()).hexdigest()[:16]
+        cases = [[f"{m.fn}({', '.join(repr(a) for a in args)})", difftest.digest(salt, want)]
+                 for m in made for args, want in zip(m.cases, m.expected)]
+        hidden = {"difftest.py": DIFFTEST, "cases.json": json.dumps({"module": module, "salt": salt,
+                                                                      "cases": cases}, indent=1) + "\n"}
         checks = [{"type": "command", "name": "the unit tests pass", "weight": 3,
-                   # a fresh bytecode cache: a stale .pyc of the same size and second would hide the fix
-                   "run": f'PYTHONPATH="$CLAWSDK_WORKSPACE" PYTHONPYCACHEPREFIX="$CLAWSDK_HIDDEN/.pycache" '
-                          f'python3 "$CLAWSDK_HIDDEN/test_{module}.py"'}]
+                   "run": 'python3 -I "$CLAWSDK_HIDDEN/difftest.py" "$CLAWSDK_HIDDEN/cases.json"'}]
         solution = [exec_(run_tests), read(test_path), read(f"{module}.py")]
         solution += [edit(f"{module}.py", *m.fix_in(buggy)) for m in made if m.bad]
         solution.append(exec_(run_tests))
-        return Spec(instruction, workspace, checks, solution, hidden={f"test_{module}.py": hidden_test},
+        return Spec(instruction, workspace, checks, solution, hidden=hidden,
                     tags=["python", "unittest", "debugging"], template=template,
                     detail={"bugs": [f"{p}:{o}" for p, o in sorted(ops.items())]})
 
