@@ -50,6 +50,7 @@ RUNNER = r'''
 import json, sys, traceback
 MARK = "__CLAWSDK_GRADE__"
 path, workspace = sys.argv[1], sys.argv[2]
+stage = "load"
 try:
     transcript = json.loads(sys.stdin.read() or "[]")
     ns = {"__name__": "pinchbench_grade", "__file__": path}
@@ -57,12 +58,14 @@ try:
         exec(compile(f.read(), "grade()", "exec"), ns)
     grade = ns.get("grade")
     if not callable(grade):
-        out = {"error": "the Automated Checks code defines no grade() function"}
+        out = {"error": "the Automated Checks code defines no grade() function", "stage": stage}
     else:
+        stage = "grade"
         out = {"result": grade(transcript, workspace)}
 except BaseException as e:
     tb = traceback.format_exc().strip().splitlines()
-    out = {"error": "%s: %s" % (type(e).__name__, e), "traceback": "\n".join(tb[-6:])}
+    out = {"error": "%s: %s" % (type(e).__name__, e), "type": type(e).__name__, "stage": stage,
+           "traceback": "\n".join(tb[-6:])}
 sys.stdout.write("\n" + MARK + json.dumps(out, default=repr) + "\n")
 '''
 
@@ -406,11 +409,13 @@ class PinchBenchSpec(BaseModel):
 
 
 def parse_grade_output(stdout: str, task_id: str) -> dict[str, Any]:
+    """The runner's result: {"result": ...}, or {"error": ...} when grade() itself raised; VerifierError
+    when the runner printed nothing or the grade code could not be loaded."""
     line = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith(_MARK)), None)
     if line is None:
         raise VerifierError(f"task {task_id}: grade() runner printed no result (output: {stdout[-300:]!r})")
     out = json.loads(line[len(_MARK):])
-    if "error" in out:
+    if "error" in out and out.get("stage") != "grade":
         tb = out.get("traceback", "")
         raise VerifierError(f"task {task_id}: grade() raised {out['error']}" + (f"\n{tb}" if tb else ""))
     return out
@@ -454,29 +459,60 @@ class PinchBenchVerifier(Verifier):
         task, spec = ctx.task, self.spec
         if not any(f.path == spec.grade_file for f in task.hidden) or not ctx.hidden_path:
             raise VerifierError(f"task {task.id}: {spec.grade_file} is not among its hidden files")
-        grade_path = f"{ctx.hidden_path.rstrip('/')}/{spec.grade_file}"
         transcript = to_transcript(await ctx.events(), task.instruction)
-        result = await ctx.sandbox.exec(
-            # -I: `python3 -c` imports from the working folder (the workspace) first, so a json.py the agent
-            # wrote there scored 1.0; isolated mode takes neither that folder nor the user site
-            ["python3", "-I", "-c", RUNNER, grade_path, ctx.sandbox.workspace_path],
-            timeout=spec.timeout_s, stdin=json.dumps(transcript, default=str).encode("utf-8"),
-        )
-        await ctx.recorder.record(
-            "sandbox_exec",
-            {"command": "grade(transcript, workspace_path)", "exit_code": result.exit_code,
-             "stdout": result.stdout[-4000:], "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
-            duration_ms=result.duration_s * 1000,
-        )
-        if result.timed_out:
-            raise VerifierTimeout(f"task {task.id}: grade() did not finish within {spec.timeout_s:g} s")
-        out = parse_grade_output(result.stdout + ("\n" + result.stderr if not result.stdout else ""), task.id)
+        out = await self._grade(ctx, ctx.sandbox.workspace_path, transcript, "grade(transcript, workspace_path)")
+        if "error" in out:
+            # on what the agent left (a file that is not UTF-8, a folder where it reads a file, JSON of
+            # another shape) that is the agent's failure: unscored, an agent could drop any task from its
+            # score by breaking its deliverable. It is the grade code's own when the task's untouched
+            # files make it raise too.
+            tb = out.get("traceback", "")
+            error = f"grade() raised {out['error']}" + (f"\n{tb}" if tb else "")
+            if "error" in await self._grade_untouched(ctx):
+                raise VerifierError(f"task {task.id}: {error} (on the task's untouched files too)")
+            reason = f"scored 0: {error} on the agent's files (it scores the task's untouched files)"
+            await ctx.recorder.record("verifier", {"check": "grade()", "score": 0.0, "detail": reason[:4000]})
+            return Verdict(verifier=self.name, score=0.0, passed=False, detail=reason[:4000])
         subs = scores_of(out.get("result"), task.id)
         for s in subs:
             await ctx.recorder.record("verifier", {"check": s.name, "score": s.score, "detail": s.detail})
         verdict = Verdict.aggregate(self.name, subs, spec.pass_threshold,
                                     detail=f"mean of {len(subs)} grade() criteria")
         return verdict
+
+    async def _grade(self, ctx: VerifyContext, workspace: str, transcript: list, what: str) -> dict[str, Any]:
+        grade_path = f"{ctx.hidden_path.rstrip('/')}/{self.spec.grade_file}"
+        result = await ctx.sandbox.exec(
+            # -I: `python3 -c` imports from the working folder (the workspace) first, so a json.py the agent
+            # wrote there scored 1.0; isolated mode takes neither that folder nor the user site
+            ["python3", "-I", "-c", RUNNER, grade_path, workspace],
+            timeout=self.spec.timeout_s, stdin=json.dumps(transcript, default=str).encode("utf-8"),
+        )
+        await ctx.recorder.record(
+            "sandbox_exec",
+            {"command": what, "exit_code": result.exit_code,
+             "stdout": result.stdout[-4000:], "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
+            duration_ms=result.duration_s * 1000,
+        )
+        if result.timed_out:
+            raise VerifierTimeout(f"task {ctx.task.id}: grade() did not finish within {self.spec.timeout_s:g} s")
+        return parse_grade_output(result.stdout + ("\n" + result.stderr if not result.stdout else ""), ctx.task.id)
+
+    async def _grade_untouched(self, ctx: VerifyContext) -> dict[str, Any]:
+        """grade() as the task stood before the agent: its initial files (copied into a folder of the
+        workspace) and a transcript of the instruction alone."""
+        import secrets
+
+        folder = f".clawsdk-untouched-{secrets.token_hex(4)}"
+        try:
+            for f in ctx.task.workspace:
+                await ctx.sandbox.write(f"{folder}/{f.path}", f.data, executable=f.executable)
+            if not ctx.task.workspace:
+                await ctx.sandbox.exec(["mkdir", "--", folder], timeout=30)
+            return await self._grade(ctx, f"{ctx.sandbox.workspace_path.rstrip('/')}/{folder}",
+                                     to_transcript([], ctx.task.instruction), "grade() of the untouched task")
+        finally:
+            await ctx.sandbox.exec(["rm", "-rf", "--", folder], timeout=60)
 
 
 @hookimpl

@@ -89,3 +89,28 @@ def test_validate_reports_baselines_and_a_missing_judge_clearly(tmp_path, monkey
     assert out["credit"]["baseline_score"] == 0.5 and "untouched workspace scores 0.500" in out["credit"]["problem"]
     assert "no judge model for the rubric: set CLAWSDK_JUDGE" in out["judged"]["problem"]
     assert r.exit_code == 1
+
+
+def test_a_grade_that_breaks_on_what_the_agent_left_scores_it_0_not_unscored(tmp_path):
+    """grade() raising on the agent's deliverable (not UTF-8, another JSON shape) ended verifier_error, so an
+    agent could drop a task it failed from its score; a grade that raises on the untouched task too is
+    still the task's error."""
+    from clawsdk import run_sync
+    from clawsdk.tasks.sources import load_tasks
+    from clawsdk_plugins.agents import ScriptedAgent
+
+    _pinch(tmp_path, "fragile", "    import json\n    from pathlib import Path\n"
+                                "    p = Path(workspace_path) / 'out.json'\n"
+                                "    if not p.is_file():\n        return {'total': 0.0}\n"
+                                "    return {'total': float(json.loads(p.read_text())['total'] == 42)}")
+    _pinch(tmp_path, "broken", "    return {'total': float(transcript[0]['no such key'])}")
+    tasks = {t.id: t for t in load_tasks(f"pinchbench:{tmp_path / 'pb'}").tasks}
+    for i, (command, reward) in enumerate((("echo '{\"total\": 42}' > out.json", 1.0),
+                                           ("echo '[1, 2]' > out.json", 0.0),  # TypeError in grade()
+                                           ("printf '\\377\\376' > out.json", 0.0),  # UnicodeDecodeError
+                                           ("mkdir out.json", 0.0), ("true", 0.0))):
+        calls = [{"tool": "exec", "args": {"command": command}}]
+        [o] = run_sync([tasks["fragile"]], agent=ScriptedAgent(calls), db=tmp_path / f"{i}.db", retries=0).outcomes
+        assert (o.kind.value, o.reward) == ("ok", reward), (command, o)
+    [o] = run_sync([tasks["broken"]], agent=ScriptedAgent([]), db=tmp_path / "broken.db", retries=0).outcomes
+    assert o.kind.value == "verifier_error" and "on the task's untouched files too" in o.error, o
