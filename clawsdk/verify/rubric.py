@@ -307,10 +307,10 @@ class RubricVerifier(Verifier):
                 pattern = pattern.lstrip("./") if pattern.startswith("./") else pattern
                 named += [p for p in paths if p == pattern or fnmatch.fnmatch(p, pattern)] or [pattern]
         order = list(dict.fromkeys(named + paths))
-        shown, total = [], 0
+        shown, total, left = [], 0, []
         for path in order:
             if total >= self.spec.max_total_chars:
-                shown.append((path, "[not shown: the size cap for files was reached]"))
+                left.append(path)
                 continue
             try:
                 data = await ctx.sandbox.read(path)
@@ -327,8 +327,12 @@ class RubricVerifier(Verifier):
                 cap = min(self.spec.max_file_chars, self.spec.max_total_chars - total)
                 if len(text) > cap:
                     text = text[:cap] + f"\n[... cut: {len(text) - cap} more characters]"
-            total += len(text)
+            # its heading counts too: 20,000 empty files made a prompt of 940,000 characters
+            total += len(text) + len(path) + 16
             shown.append((path, text))
+        if left:  # named, not listed one by one: an agent that made many files would make the prompt too long
+            names = ", ".join(left[:20]) + (f" and {len(left) - 20} more" if len(left) > 20 else "")
+            shown.append(("(files not shown)", f"[the size cap for files was reached before {names}]"))
         return shown
 
     async def _transcript(self, ctx: VerifyContext, cap: int = 12_000) -> str:

@@ -139,3 +139,17 @@ def test_bad_hybrid_specs_name_the_part():
     with pytest.raises(ValueError, match="no verifier named 'nope'"):
         hybrid_verifier(VerifierSpec.model_validate({"type": "hybrid", "parts": [
             {"weight": 1, "verifier": {"type": "nope"}}]}))
+
+
+def test_the_judges_prompt_stays_within_its_cap_however_many_files_the_agent_makes(db):
+    """Each file past the cap was still listed, and an empty file's heading did not count: an agent that made
+    20,000 files made a prompt of 940,000 characters, which a judge refuses: an error, unscored."""
+    judge = use_scripted_judge(_good())
+    task, _ = _task({"type": "rubric", "rules": RULES, "judge": "scripted-judge", "max_total_chars": 20_000})
+    make = {"tool": "exec", "args": {"command": "mkdir -p out && echo '# Report' > out/report.md && mkdir many && "
+                                                "cd many && seq -f 'file-with-a-long-name-%06g' 1 20000 | xargs touch"}}
+    [o] = run_sync([task], agent=ScriptedAgent([make]), db=db, retries=0).outcomes
+    assert o.kind.value == "ok" and o.reward == pytest.approx(0.75), o
+    prompt = judge["calls"][0][-1]["content"]
+    assert len(prompt) < 20_000 + 8_000, len(prompt)
+    assert "# Report" in prompt and "and 19" in prompt  # the named file first, then how many were left out
