@@ -9,9 +9,11 @@ import math
 import re
 from typing import Annotated, Any, Literal, Union
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
-from clawsdk.errors import VerifierError
+from clawsdk import rematch
+from clawsdk.errors import PathEscapeError, VerifierError
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 
@@ -202,6 +204,14 @@ def _cells_equal(a: str, b: Any, tolerance: float) -> bool:
     return str(a).strip() == str(b).strip()
 
 
+#: a regex check matches in a process of its own (clawsdk.rematch), stopped past this
+REGEX_TIMEOUT_S = 20.0
+
+
+class _Unusable(Exception):
+    """The agent's file cannot be checked at all (a symlink out of the workspace): the check scores 0."""
+
+
 class ChecksVerifier(Verifier):
     """Runs each check; the verdict is their weighted mean, kept check by check."""
 
@@ -215,7 +225,10 @@ class ChecksVerifier(Verifier):
     async def verify(self, ctx: VerifyContext) -> Verdict:
         subscores = []
         for check in self.checks:
-            score, detail = await self._run(check, ctx)
+            try:
+                score, detail = await self._run(check, ctx)
+            except _Unusable as e:  # the agent's file, not the check: its failure, scored
+                score, detail = 0.0, str(e)
             sub = SubScore(name=check.label(), score=score, weight=check.weight, detail=detail[:2000])
             subscores.append(sub)
             await ctx.recorder.record("verifier", {"check": sub.name, "score": score, "detail": sub.detail})
@@ -232,6 +245,8 @@ class ChecksVerifier(Verifier):
             return (await ctx.sandbox.read(path)).decode("utf-8", "replace")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
+        except PathEscapeError as e:  # a symlink out of the workspace: no deliverable, and not absent
+            raise _Unusable(f"{path} cannot be read: {e}") from None
 
     async def _run(self, c: Any, ctx: VerifyContext) -> tuple[float, str]:
         if c.type == "command":
@@ -279,18 +294,25 @@ class ChecksVerifier(Verifier):
             a, b = (text.strip(), expected.strip()) if c.strip else (text, expected)
             return float(a == b), "equal" if a == b else "differs"
         if c.type == "regex":
-            n = sum(1 for _ in c._compiled.finditer(text))
-            return float(n >= c.count), f"{n} match(es), need {c.count}"
+            # in a process of its own: the task's pattern may backtrack without end on the agent's text
+            # (it held the run's event loop, every rollout, for as long as it took)
+            with anyio.move_on_after(REGEX_TIMEOUT_S):
+                n = await rematch.in_process("count_matches", c._compiled.pattern, c._compiled.flags, text)
+                return float(n >= c.count), f"{n} match(es), need {c.count}"
+            return 0.0, f"the pattern was still matching {c.path} after {REGEX_TIMEOUT_S:g} s and was stopped"
         if c.type == "json_equals":
+            expected = c.expected if c.expected_file is None else json.loads(self._hidden(ctx, c.expected_file))
             try:
                 actual = json.loads(text)
-            except json.JSONDecodeError as e:
-                return 0.0, f"{c.path} is not valid JSON: {e}"
-            expected = c.expected if c.expected_file is None else json.loads(self._hidden(ctx, c.expected_file))
-            ok = values_equal(actual, expected, c.tolerance, c.ignore_order, c.subset)
-            return float(ok), "equal" if ok else f"differs: got {json.dumps(actual)[:300]}"
+                ok = values_equal(actual, expected, c.tolerance, c.ignore_order, c.subset)
+            except (ValueError, RecursionError) as e:  # not JSON, nested past recursion, a 5,000-digit number
+                return 0.0, f"{c.path} is not JSON this check can read: {type(e).__name__}: {str(e)[:200]}"
+            return float(ok), "equal" if ok else f"differs: got {' '.join(text[:600].split())[:300]}"
         if c.type == "csv_equals":
-            rows = [r for r in csv.reader(io.StringIO(text)) if r]
+            try:
+                rows = [r for r in csv.reader(io.StringIO(text)) if r]
+            except csv.Error as e:  # a field over csv's limit, a newline in an unquoted field
+                return 0.0, f"{c.path} is not CSV this check can read: {e}"
             if c.expected_file is not None:
                 raw = self._hidden(ctx, c.expected_file).decode()
                 expected = [r for r in csv.reader(io.StringIO(raw)) if r]

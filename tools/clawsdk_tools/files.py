@@ -15,8 +15,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
+from clawsdk.rematch import in_process
 from clawsdk.sandbox.paths import normalize_relative
-from clawsdk_tools._match import match_in_process
 from clawsdk_tools.patch import PatchError, apply_hunks, parse_patch
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 MAX_READ_CHARS = 64_000
 MAX_GREP_FILE = 2 * 1024 * 1024
 MAX_MATCHES = 200
-#: grep matches in a process of its own, killed past this (clawsdk_tools._match)
+#: grep matches in a process of its own, killed past this (clawsdk.rematch)
 GREP_TIMEOUT_S = 20.0
 GREP_BATCH_BYTES = 8 * 1024 * 1024
 MAX_LIST = 2000
@@ -192,7 +192,7 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
         batch: list[tuple[str, bytes]] = []
 
         async def match() -> None:
-            out.extend(await match_in_process(rx.pattern, rx.flags, batch, MAX_MATCHES - len(out)))
+            out.extend(await in_process("match_lines", rx.pattern, rx.flags, batch, MAX_MATCHES - len(out)))
             batch.clear()
 
         with anyio.move_on_after(GREP_TIMEOUT_S) as scope:

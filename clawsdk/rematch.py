@@ -1,9 +1,10 @@
-"""grep's matching, run as its own process (`python -I _match.py`, arguments pickled on stdin).
+"""Regular expressions matched in a process of their own (`python -I rematch.py`, arguments pickled on stdin).
 
-Python's re cannot be interrupted, and the tool servers run in the runner's process: a pattern that
-backtracks without end, such as (a+)+$ against a line of a's, held the event loop of every rollout of
-the run for as long as it took. As a process of its own, the match gets a deadline and is killed at it.
-The file runs as a script with the standard library only, so it starts in a few tens of milliseconds.
+Python's re cannot be interrupted, and the tool servers and verifiers run in the runner's process: a
+pattern that backtracks without end, such as (a+)+$ against a line of a's, held the event loop of every
+rollout of the run for as long as it took (grep's pattern is the agent's; a regex check's text is). In a
+process of its own, the match gets a deadline and is killed at it. The file runs as a script with the
+standard library only, so it starts in a few tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -30,8 +31,16 @@ def match_lines(pattern: str, flags: int, files: list[tuple[str, bytes]], limit:
     return out
 
 
-async def match_in_process(pattern: str, flags: int, files: list[tuple[str, bytes]], limit: int) -> list[str]:
-    """match_lines in a child process, killed if the caller is cancelled (its deadline passes)."""
+def count_matches(pattern: str, flags: int, text: str) -> int:
+    """How many times the pattern matches in the text (re.finditer)."""
+    return sum(1 for _ in re.compile(pattern, flags).finditer(text))
+
+
+FUNCTIONS = {"match_lines": match_lines, "count_matches": count_matches}
+
+
+async def in_process(function: str, *args):
+    """FUNCTIONS[function](*args) in a child process, killed if the caller is cancelled (its deadline passes)."""
     import anyio
 
     proc = await anyio.open_process([sys.executable, "-I", os.path.abspath(__file__)], stdin=subprocess.PIPE,
@@ -46,11 +55,11 @@ async def match_in_process(pattern: str, flags: int, files: list[tuple[str, byte
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, err)
-            await proc.stdin.send(pickle.dumps((pattern, flags, files, limit), protocol=pickle.HIGHEST_PROTOCOL))
+            await proc.stdin.send(pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL))
             await proc.stdin.aclose()
             await proc.wait()
         if proc.returncode != 0:
-            raise RuntimeError(f"grep's matcher exited with {proc.returncode}: "
+            raise RuntimeError(f"the matcher exited with {proc.returncode}: "
                                f"{err.decode('utf-8', 'replace').strip()[-300:]}")
         return pickle.loads(bytes(out))
     finally:
@@ -61,4 +70,5 @@ async def match_in_process(pattern: str, flags: int, files: list[tuple[str, byte
 
 
 if __name__ == "__main__":
-    sys.stdout.buffer.write(pickle.dumps(match_lines(*pickle.load(sys.stdin.buffer))))
+    name, arguments = pickle.load(sys.stdin.buffer)
+    sys.stdout.buffer.write(pickle.dumps(FUNCTIONS[name](*arguments)))

@@ -1,0 +1,71 @@
+"""What the agent leaves where a check reads is the agent's: the check scores it, never ends unscored.
+
+Each of these ended verifier_error (unscored) or, for the regex, held the run's event loop: a CSV field
+over csv's limit or a newline in an unquoted field, JSON nested past Python's recursion or holding a
+5,000-digit number, a symlink out of the workspace, a text the task's pattern backtracks on without end.
+"""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from clawsdk import run_sync
+from clawsdk.tasks.sources import load_tasks
+from clawsdk.verify import checks as checks_module
+from clawsdk_plugins.agents import ScriptedAgent
+from tests.conftest import make_task
+
+CHECKS = {
+    "json": {"type": "json_equals", "path": "out", "expected": {"a": 1}},
+    "json-subset": {"type": "json_equals", "path": "out", "expected": {"a": [1]}, "subset": True, "ignore_order": True},
+    "csv": {"type": "csv_equals", "path": "out", "expected": [["a"], ["1"]], "ignore_row_order": True},
+    "text": {"type": "text_equals", "path": "out", "text": "x"},
+    "contains": {"type": "text_contains", "path": "out", "texts": ["zz"]},
+    "regex": {"type": "regex", "path": "out", "pattern": "(a+)+$"},
+}
+FILES = {
+    "nested JSON": "python3 -c \"print('[' * 100000 + ']' * 100000)\" > out",
+    "a 5,000-digit number": "python3 -c \"print('{\\\"a\\\": ' + '9' * 5000 + '}')\" > out",
+    "a CSV field over the limit": "python3 -c \"print('a,' + 'x' * 200000)\" > out",
+    "a newline in an unquoted field": "printf 'a\\r\\nb\\rc\\n' > out",
+    "a symlink out": "ln -s /etc/hostname out",
+    "a text (a+)+$ backtracks on": "python3 -c \"print('a' * 40 + '!')\" > out",
+}
+
+
+@pytest.mark.parametrize("what", sorted(FILES))
+def test_a_file_no_check_can_read_scores_0(what, tmp_path, monkeypatch):
+    monkeypatch.setattr(checks_module, "REGEX_TIMEOUT_S", 2.0)
+    tasks = [load_tasks(make_task(tmp_path / name, name, checks=[check])).tasks[0] for name, check in CHECKS.items()]
+    r = run_sync(tasks, agent=ScriptedAgent([{"tool": "exec", "args": {"command": FILES[what]}}]),
+                 db=tmp_path / "r.db", retries=0, concurrency=len(tasks))
+    assert {o.task_id: (o.kind.value, o.reward) for o in r.outcomes} == {n: ("ok", 0.0) for n in CHECKS}, r.outcomes
+
+
+def test_a_regex_check_that_backtracks_is_stopped_and_the_loop_stays_free(tmp_path, monkeypatch):
+    monkeypatch.setattr(checks_module, "REGEX_TIMEOUT_S", 2.0)
+    task = load_tasks(make_task(tmp_path / "t", "t", checks=[CHECKS["regex"]])).tasks[0]
+    ticks = []
+
+    async def main():
+        from clawsdk.runtime.runner import run
+
+        async with anyio.create_task_group() as tg:
+            async def tick():
+                while True:
+                    ticks.append(anyio.current_time())
+                    await anyio.sleep(0.05)
+
+            tg.start_soon(tick)
+            started = anyio.current_time()
+            result = await run([task], agent=ScriptedAgent([{"tool": "write", "args": {
+                "path": "out", "content": "a" * 40 + "!\n"}}]), db=tmp_path / "r.db", retries=0)
+            took = anyio.current_time() - started
+            tg.cancel_scope.cancel()
+        return result, took
+
+    result, took = anyio.run(main)
+    [o] = result.outcomes
+    assert o.kind.value == "ok" and o.reward == 0.0, o
+    assert len(ticks) >= took / 0.05 / 3, f"the event loop ran {len(ticks)} times in {took:.1f} s: the check blocked it"
