@@ -72,3 +72,19 @@ def test_the_fix_scores_1_even_printing_and_behind_a_stale_bytecode_cache(tasks,
 
 def _oracle_edits(task):
     return [c for c in task.solution if c.tool == "edit"]
+
+
+def test_the_fix_slugify_bug_example_cannot_be_passed_by_ending_the_tests_process(tmp_path):
+    """The example a task author copies: its checks ran the agent's package in the tests' process, and an
+    os._exit(0) in textutils/__init__.py scored 1.0 with the bug still there. Now it scores what doing
+    nothing scores (the untouched tests' check)."""
+    from clawsdk.tasks.sources import load_tasks
+    from tests.conftest import EXAMPLES
+
+    [task] = [t for t in load_tasks(str(EXAMPLES)).tasks if t.id == "fix-slugify-bug"]
+    init = next(f for f in task.workspace if f.path == "textutils/__init__.py").data.decode()
+    ended = ScriptedAgent([{"tool": "write", "args": {"path": "textutils/__init__.py",
+                                                      "content": "import os; os._exit(0)\n" + init}}])
+    rewards = [run_sync([task], agent=agent, db=tmp_path / f"{i}.db", retries=0).outcomes[0].reward
+               for i, agent in enumerate(["oracle", ScriptedAgent([]), ended])]
+    assert rewards == [1.0, 0.25, 0.25]
