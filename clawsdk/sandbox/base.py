@@ -66,8 +66,6 @@ class SandboxConfig:
     extra: dict = field(default_factory=dict)
 
 
-#: Sandbox.end_turn's script: every FIFO, socket and device under the workspace is removed, even in a
-#: folder the agent made read-only (whose mode is put back), and printed NUL-terminated.
 #: Added to the environment of every command after the agent's turn (the verifier's). Python runs
 #: usercustomize.py and the .pth files of the user site in $HOME/.local at start, and verifiers run
 #: Python with the agent's HOME: one file there scored an agent that did nothing 1.0 on every ClawGym
@@ -75,6 +73,8 @@ class SandboxConfig:
 #: verifier (an isolating sandbox has no network, so there it cannot install one).
 SCORING_ENV = {"PYTHONNOUSERSITE": "1"}
 
+#: Sandbox.end_turn's script: every FIFO, socket and device under the workspace is removed, even in a
+#: folder the agent made read-only (whose mode is put back), and printed NUL-terminated.
 _END_TURN = r"""
 find . -mindepth 1 \( -type p -o -type s -o -type b -o -type c \) -print0 2>/dev/null |
 while IFS= read -r -d '' f; do

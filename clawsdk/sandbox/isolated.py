@@ -109,8 +109,8 @@ class IsolatedHostDirSandbox(HostDirSandbox):
             raise
 
     def keep_scoring_room(self, task: Task) -> None:
-        """In a root with a disk quota, set aside the room scoring `task` will need, in a file outside
-        every folder the isolated side sees; end_turn() frees it."""
+        """In a root with a disk quota, set aside the room and the files scoring `task` will need, in a
+        folder outside every folder the isolated side sees; end_turn() frees it."""
         if self.sandbox_root is not None and self.sandbox_root.mounted:
             pages = sum(-(-len(f.data) // 4096) * 4096 for f in task.hidden)
             folders = {str(p) for f in task.hidden for p in PurePosixPath(f.path).parents}

@@ -11,6 +11,7 @@ from clawsdk.synth.families.base import Family, Spec, edit, exec_, read, write
 
 DIFFTEST = Path(difftest.__file__).read_text(encoding="utf-8")
 
+
 class FixFailingTest(Family):
     name = "fix-failing-test"
     category = "software development"
