@@ -237,7 +237,8 @@ class Experiment:
         m = {**result.metrics, "groups": len(groups), "groups_with_different_rewards": differ}
         print(f"  grpo: {result.checkpoint_id}: {m['steps']} steps, {m['rollouts']} rollouts, "
               f"{differ}/{len(groups)} groups with different rewards (the others give no gradient), "
-              f"mean reward {m['mean_reward_first']} -> {m['mean_reward_last']}")
+              f"mean reward {m.get('mean_reward')} (first half of the steps {m.get('mean_reward_halves', [None])[0]}, "
+              f"second half {m.get('mean_reward_halves', [None, None])[-1]}; each step draws other tasks)")
         return str(ckpt), m
 
 

@@ -342,6 +342,10 @@ class TrlGrpoTrainer:
             "rollouts": len(self.episodes),
             "mean_reward_first": rewards[0] if rewards else None,
             "mean_reward_last": rewards[-1] if rewards else None,
+            # one step's mean is one group's (a few rollouts of one task): read halves, not the ends
+            "mean_reward": round(sum(rewards) / len(rewards), 4) if rewards else None,
+            "mean_reward_halves": [round(sum(h) / len(h), 4) for h in (rewards[:len(rewards) // 2],
+                                                                      rewards[len(rewards) // 2:]) if h],
             "cut_turns": sum(e["cut_turns"] for e in self.episodes),
             "train_s": round(train_s, 2),
             "wall_s": round(time.perf_counter() - started, 2),
