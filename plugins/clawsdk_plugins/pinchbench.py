@@ -64,8 +64,7 @@ try:
         out = {"result": grade(transcript, workspace)}
 except BaseException as e:
     tb = traceback.format_exc().strip().splitlines()
-    out = {"error": "%s: %s" % (type(e).__name__, e), "type": type(e).__name__, "stage": stage,
-           "traceback": "\n".join(tb[-6:])}
+    out = {"error": "%s: %s" % (type(e).__name__, e), "stage": stage, "traceback": "\n".join(tb[-6:])}
 sys.stdout.write("\n" + MARK + json.dumps(out, default=repr) + "\n")
 '''
 
