@@ -208,10 +208,6 @@ def _cells_equal(a: str, b: Any, tolerance: float) -> bool:
 REGEX_TIMEOUT_S = 20.0
 
 
-class _Unusable(Exception):
-    """The agent's file cannot be checked at all (a symlink out of the workspace): the check scores 0."""
-
-
 class ChecksVerifier(Verifier):
     """Runs each check; the verdict is their weighted mean, kept check by check."""
 
@@ -227,7 +223,7 @@ class ChecksVerifier(Verifier):
         for check in self.checks:
             try:
                 score, detail = await self._run(check, ctx)
-            except _Unusable as e:  # the agent's file, not the check: its failure, scored
+            except PathEscapeError as e:  # the agent's symlink out of the workspace: no deliverable, scored
                 score, detail = 0.0, str(e)
             sub = SubScore(name=check.label(), score=score, weight=check.weight, detail=detail[:2000])
             subscores.append(sub)
@@ -245,8 +241,6 @@ class ChecksVerifier(Verifier):
             return (await ctx.sandbox.read(path)).decode("utf-8", "replace")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
-        except PathEscapeError as e:  # a symlink out of the workspace: no deliverable, and not absent
-            raise _Unusable(f"{path} cannot be read: {e}") from None
 
     async def _run(self, c: Any, ctx: VerifyContext) -> tuple[float, str]:
         if c.type == "command":
