@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,24 @@ def make_task(root: Path, task_id: str = "t1", *, instruction: str = "Write done
         (folder / "solution").mkdir(exist_ok=True)
         (folder / "solution" / "steps.yaml").write_text(yaml.safe_dump(steps))
     return folder
+
+
+@contextlib.asynccontextmanager
+async def loop_ticks(every: float = 0.05) -> AsyncIterator[list[float]]:
+    """The times a task sleeping `every` s got the event loop while the block ran: few if something held it."""
+    import anyio
+
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(anyio.current_time())
+            await anyio.sleep(every)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        yield ticks
+        tg.cancel_scope.cancel()
 
 
 def count_finished(db: Path) -> int:

@@ -97,25 +97,18 @@ def test_grep_with_a_pattern_that_backtracks_without_end_is_stopped_and_the_loop
     import clawsdk_tools.files as files
 
     monkeypatch.setattr(files, "GREP_TIMEOUT_S", 2.0)
-    ticks = []
+    from tests.conftest import loop_ticks
 
     async def body(client, sb):
         await client.call_tool("write", {"path": "r.txt", "content": "a" * 40 + "!\n"})
-        async with anyio.create_task_group() as tg:
-            async def tick():
-                while True:
-                    ticks.append(anyio.current_time())
-                    await anyio.sleep(0.05)
-
-            tg.start_soon(tick)
+        async with loop_ticks() as ticks:
             started = anyio.current_time()
             bad = await client.call_tool("grep", {"pattern": "(a+)+$", "path": "."})
             took = anyio.current_time() - started
             good = await client.call_tool("grep", {"pattern": "a!$"})
-            tg.cancel_scope.cancel()
-        return bad, took, good
+        return bad, took, good, ticks
 
-    bad, took, good = drive(body)
+    bad, took, good, ticks = drive(body)
     assert bad.is_error and "still matching after 2 s" in text(bad), text(bad)
     assert 2.0 <= took < 10, took
     assert len(ticks) >= 20, f"the event loop ran {len(ticks)} times in {took:.1f} s: grep blocked it"

@@ -14,7 +14,7 @@ from clawsdk import run_sync
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify import checks as checks_module
 from clawsdk_plugins.agents import ScriptedAgent
-from tests.conftest import make_task
+from tests.conftest import loop_ticks, make_task
 
 CHECKS = {
     "json": {"type": "json_equals", "path": "out", "expected": {"a": 1}},
@@ -46,26 +46,18 @@ def test_a_file_no_check_can_read_scores_0(what, tmp_path, monkeypatch):
 def test_a_regex_check_that_backtracks_is_stopped_and_the_loop_stays_free(tmp_path, monkeypatch):
     monkeypatch.setattr(checks_module, "REGEX_TIMEOUT_S", 2.0)
     task = load_tasks(make_task(tmp_path / "t", "t", checks=[CHECKS["regex"]])).tasks[0]
-    ticks = []
 
     async def main():
         from clawsdk.runtime.runner import run
 
-        async with anyio.create_task_group() as tg:
-            async def tick():
-                while True:
-                    ticks.append(anyio.current_time())
-                    await anyio.sleep(0.05)
-
-            tg.start_soon(tick)
+        async with loop_ticks() as ticks:
             started = anyio.current_time()
             result = await run([task], agent=ScriptedAgent([{"tool": "write", "args": {
                 "path": "out", "content": "a" * 40 + "!\n"}}]), db=tmp_path / "r.db", retries=0)
             took = anyio.current_time() - started
-            tg.cancel_scope.cancel()
-        return result, took
+        return result, took, ticks
 
-    result, took = anyio.run(main)
+    result, took, ticks = anyio.run(main)
     [o] = result.outcomes
     assert o.kind.value == "ok" and o.reward == 0.0, o
     assert len(ticks) >= took / 0.05 / 3, f"the event loop ran {len(ticks)} times in {took:.1f} s: the check blocked it"
