@@ -61,20 +61,20 @@ def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[tuple
 
 async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Registry,
                  transcript: list[dict] | None = None) -> Verdict:
-    """End the agent's turn, inject the hidden files, then score the workspace within the task's verifier
-    timeout."""
+    """End the agent's turn, run the verifier's part that runs the agent's code (its `before_hidden`),
+    inject the hidden files, then score the workspace, all within the task's verifier timeout."""
     started = time.perf_counter()
     factory = registry.get("verifiers", task.verifier.type)
     verifier = factory(task.verifier)
+    ctx = VerifyContext(task=task, sandbox=sandbox, recorder=recorder, transcript=transcript,
+                        deadline=anyio.current_time() + task.limits.verifier_timeout_s)
     try:
         with anyio.fail_after(task.limits.verifier_timeout_s):
-            if removed := await sandbox.end_turn():
-                await recorder.record("note", {
-                    "event": "end_turn", "removed": removed[:100], "count": len(removed),
-                    "why": "FIFOs, sockets and devices the agent left: no verifier can read them"})
-            hidden = await sandbox.inject_hidden(task.hidden) if task.hidden else None
-            ctx = VerifyContext(task=task, sandbox=sandbox, recorder=recorder, hidden_path=hidden,
-                                transcript=transcript)
+            await _end_turn(sandbox, recorder)
+            if await verifier.before_hidden(ctx):
+                await _end_turn(sandbox, recorder)  # what the agent's code left running must not see them
+            if task.hidden:
+                ctx.hidden_path = await sandbox.inject_hidden(task.hidden)
             verdict = await verifier.verify(ctx)
     except TimeoutError:
         raise VerifierTimeout(f"verifier did not finish within {task.limits.verifier_timeout_s:g} s") from None
@@ -84,6 +84,13 @@ async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Reg
         raise VerifierError(f"verifier {task.verifier.type!r} failed: {type(e).__name__}: {e}") from e
     verdict.duration_s = time.perf_counter() - started
     return verdict
+
+
+async def _end_turn(sandbox: Sandbox, recorder: Recorder) -> None:
+    if removed := await sandbox.end_turn():
+        await recorder.record("note", {
+            "event": "end_turn", "removed": removed[:100], "count": len(removed),
+            "why": "FIFOs, sockets and devices the agent left: no verifier can read them"})
 
 
 async def list_tools(task: Task, registry: Registry) -> tuple[list[ToolSpec], dict[str, str]]:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, Val
 
 from clawsdk import rematch
 from clawsdk.errors import PathEscapeError, VerifierError
+from clawsdk.sandbox.base import ExecResult
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 
@@ -123,6 +124,8 @@ class CsvEquals(_Expected):
 class Command(_Check):
     type: Literal["command"]
     run: str
+    #: runs the agent's code before the hidden files exist; its stdout is `run`'s stdin
+    agent_run: str | None = None
     expect_exit: int = 0
     score_from_stdout: bool = False
     timeout_s: float | None = Field(None, gt=0)
@@ -217,12 +220,28 @@ class ChecksVerifier(Verifier):
         self.spec = spec
         self.checks = parse_checks(spec.checks)
         self.pass_threshold = spec.pass_threshold
+        self._agent_runs: dict[int, ExecResult] | None = None  # check index -> what its agent_run gave
+
+    async def before_hidden(self, ctx: VerifyContext) -> bool:
+        self._agent_runs = {}
+        for i, c in enumerate(self.checks):
+            if c.type == "command" and c.agent_run:
+                limit = c.timeout_s or ctx.task.limits.verifier_timeout_s
+                if ctx.deadline is not None:  # the agent's code that hangs scores its check 0, never unscored
+                    limit = min(limit, max(0.1, (ctx.deadline - anyio.current_time()) / 2))
+                self._agent_runs[i] = await self._exec(c.agent_run, ctx, limit, stage="agent_run")
+        return bool(self._agent_runs)
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
+        if self._agent_runs is None:
+            if ctx.hidden_path is not None and any(c.type == "command" and c.agent_run for c in self.checks):
+                raise VerifierError(f"task {ctx.task.id}: the hidden files were injected before the checks' "
+                                    "agent_run commands ran; call the verifier's before_hidden() first")
+            await self.before_hidden(ctx)
         subscores = []
-        for check in self.checks:
+        for i, check in enumerate(self.checks):
             try:
-                score, detail = await self._run(check, ctx)
+                score, detail = await self._run(check, ctx, i)
             except PathEscapeError as e:  # the agent's symlink out of the workspace: no deliverable, scored
                 score, detail = 0.0, str(e)
             sub = SubScore(name=check.label(), score=score, weight=check.weight, detail=detail[:2000])
@@ -242,16 +261,28 @@ class ChecksVerifier(Verifier):
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
-    async def _run(self, c: Any, ctx: VerifyContext) -> tuple[float, str]:
+    async def _exec(self, command: str, ctx: VerifyContext, limit: float, *, stage: str,
+                    stdin: bytes | None = None) -> ExecResult:
+        result = await ctx.sandbox.exec(command, timeout=limit, stdin=stdin)
+        await ctx.recorder.record(
+            "sandbox_exec",
+            {"command": command, "stage": stage, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
+             "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
+            duration_ms=result.duration_s * 1000,
+        )
+        return result
+
+    async def _run(self, c: Any, ctx: VerifyContext, index: int) -> tuple[float, str]:
         if c.type == "command":
             limit = c.timeout_s or ctx.task.limits.verifier_timeout_s
-            result = await ctx.sandbox.exec(c.run, timeout=limit)
-            await ctx.recorder.record(
-                "sandbox_exec",
-                {"command": c.run, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
-                 "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
-                duration_ms=result.duration_s * 1000,
-            )
+            stdin = None
+            if c.agent_run:
+                assert self._agent_runs is not None  # verify() ran before_hidden
+                answers = self._agent_runs[index]
+                if answers.timed_out:
+                    return 0.0, f"agent_run did not finish in {answers.duration_s:.0f} s"
+                stdin = answers.stdout.encode("utf-8", "surrogateescape")
+            result = await self._exec(c.run, ctx, limit, stage="run", stdin=stdin)
             tail = (result.stdout.strip().splitlines() or [""])[-1]
             if result.timed_out:
                 return 0.0, f"timed out after {limit:g} s"

@@ -99,6 +99,12 @@ class HybridVerifier(Verifier):
             except Exception as e:  # an unknown type: PluginError
                 raise ValueError(f"verifier.parts[{i}] ({part.name}): {e}") from None
 
+    async def before_hidden(self, ctx: VerifyContext) -> bool:
+        ran = False
+        for _, verifier in self.parts:
+            ran = await verifier.before_hidden(ctx) or ran
+        return ran
+
     async def verify(self, ctx: VerifyContext) -> Verdict:
         gates = [p for p, _ in self.parts if p.gate]
         results: dict[str, Verdict | None] = {}

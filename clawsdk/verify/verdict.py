@@ -49,6 +49,8 @@ class VerifyContext:
     hidden_path: str | None = None
     #: the rollout's events, when the caller has them at hand; otherwise `events()` reads them
     transcript: list[dict[str, Any]] | None = None
+    #: when the verifier's time runs out (anyio.current_time()), if the caller bounds it
+    deadline: float | None = None
 
     async def events(self) -> list[dict[str, Any]]:
         """The rollout's events so far (kind, payload, ...), for verifiers that grade the trajectory."""
@@ -61,6 +63,12 @@ class Verifier(abc.ABC):
     """Scores the final workspace. Raise VerifierError when it cannot, never score 0 for that."""
 
     name: str = "verifier"
+
+    async def before_hidden(self, ctx: VerifyContext) -> bool:
+        """Run what must not see the hidden files: the agent's code. Called after the agent's turn and
+        before the hidden files are injected (ctx.hidden_path is None); returns whether anything ran,
+        so the sandbox stops what it left running. The default runs nothing."""
+        return False
 
     @abc.abstractmethod
     async def verify(self, ctx: VerifyContext) -> Verdict: ...

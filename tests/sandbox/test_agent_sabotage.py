@@ -265,3 +265,34 @@ def test_a_module_the_agent_writes_does_not_shadow_the_standard_library_in_the_v
         runs = [json.loads(e["payload"]) for e in store.query(
             "SELECT payload FROM events WHERE rollout_id = ? AND kind = 'sandbox_exec'", [o.rollout_id])]
     assert runs and all("__CLAWSDK_GRADE__{\"result\": {\"x\"" not in r["stdout"] for r in runs), runs
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_the_agents_code_a_verifier_runs_never_sees_the_hidden_files(backend, tmp_path):
+    """A check that runs the agent's code (its `agent_run`) runs it before the hidden files exist, and
+    stops what it left running before they appear: neither its output nor a process it leaves behind
+    can carry a hidden expected value into the score. The check's own stdin is the agent's stdout."""
+    skip_unless_available(backend)
+    from clawsdk.sandbox.limits import IsolationOptions
+
+    secret = secrets.token_hex(8)
+    where = IsolationOptions().hidden_path
+    look = ("for f in \"$CLAWSDK_HIDDEN/secret.txt\" " + where + "/secret.txt "
+            "$(find / -xdev -name secret.txt 2>/dev/null); do cat \"$f\" 2>/dev/null; done; echo answered\n")
+    stay = ("setsid sh -c 'for i in $(seq 400); do if [ -s " + where + "/secret.txt ]; then "
+            "cp " + where + "/secret.txt leak.txt; exit; fi; sleep 0.05; done' </dev/null >/dev/null 2>&1 &\n")
+    given = "python3 -I -c 'import os, sys; sys.exit(open(os.environ[\"CLAWSDK_HIDDEN\"] + \"/secret.txt\").read()" \
+            ".strip() not in sys.stdin.read())'"
+    task = load_tasks(make_task(tmp_path / "src", "peek", hidden={"secret.txt": secret + "\n"}, checks=[
+        {"type": "command", "name": "its output", "agent_run": "bash answer.sh", "run": given},
+        {"type": "command", "name": "its stdout is the check's stdin", "agent_run": "bash answer.sh",
+         "run": "grep -qx answered"},
+        {"type": "text_equals", "name": "a process it left", "path": "leak.txt", "expected_file": "secret.txt"},
+    ])).tasks[0]
+    agent = ScriptedAgent([{"tool": "write", "args": {"path": "answer.sh", "content": look + stay}}])
+    o, detail = run_one(task, agent, tmp_path / "peek.db", backend)
+    with Store(tmp_path / "peek.db") as store:
+        scores = {r["name"]: r["score"] for r in store.query(
+            "SELECT name, score FROM verdict_scores WHERE rollout_id = ?", [o.rollout_id])}
+    assert o.kind.value == "ok", (o, detail)
+    assert scores == {"its output": 0.0, "its stdout is the check's stdin": 1.0, "a process it left": 0.0}, detail

@@ -3,9 +3,11 @@ process, or patches unittest, used to score 1.0 without fixing anything (every t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from clawsdk import run_sync
+from clawsdk import Store, run_sync
 from clawsdk.synth.families import resolve_families
 from clawsdk.synth.procedural import generate
 from clawsdk_plugins.agents import ScriptedAgent
@@ -16,12 +18,24 @@ HACKS = {
     "the module patches unittest's asserts": (None, "import unittest\nunittest.TestCase.assertEqual = "
                                               "unittest.TestCase.assertAlmostEqual = lambda *a, **k: None\n"),
     "the module claims the expected answers": (None, (
-        "import glob, json, os, sys\nfor p in glob.glob('/**/cases.json', recursive=True) + "
+        "import glob, json, os, sys\nfor p in glob.glob('/clawsdk/hidden/cases.json') + "
         "glob.glob(os.environ.get('CLAWSDK_HIDDEN', '/nowhere') + '/cases.json'):\n"
         "    c = json.load(open(p))['cases']\n"
         "    sys.stdout.write('\\n@@clawsdk-difftest@@' + json.dumps([['ok', repr(h)] for _, h in c]) + '\\n')\n"
         "    os._exit(0)\n")),
 }
+
+
+#: a module that finds the hidden cases while it runs and brute-forces their hashes over small values
+BRUTE = (
+    "import glob, json, os, sys\n"
+    "for p in glob.glob(os.environ.get('CLAWSDK_HIDDEN', '/nowhere') + '/cases.json') + "
+    "glob.glob('/clawsdk/hidden/cases.json'):\n"
+    "    spec = json.load(open(p)); sys.path.insert(0, os.path.dirname(p)); import difftest\n"
+    "    values = [True, False, None, ''] + list(range(-300, 301)) + [x / 2 for x in range(-300, 301)]\n"
+    "    out = [['ok', repr(next((v for v in values if difftest.digest(spec['salt'], v) == h), None))]\n"
+    "           for _, h in spec['cases']]\n"
+    "    sys.stdout.write('\\n@@clawsdk-difftest@@' + json.dumps(out) + '\\n'); sys.stdout.flush(); os._exit(0)\n")
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +88,11 @@ def _oracle_edits(task):
     return [c for c in task.solution if c.tool == "edit"]
 
 
-def test_the_fix_slugify_bug_example_cannot_be_passed_by_ending_the_tests_process(tmp_path):
+def test_the_fix_slugify_bug_example_cannot_be_passed_by_ending_the_tests_process_or_peeking(tmp_path):
     """The example a task author copies: its checks ran the agent's package in the tests' process, and an
-    os._exit(0) in textutils/__init__.py scored 1.0 with the bug still there. Now it scores what doing
-    nothing scores (the untouched tests' check)."""
+    os._exit(0) in textutils/__init__.py scored 1.0 with the bug still there; so did a slugify that read
+    the expected slugs from the hidden check while it ran. Each now scores what doing nothing scores (the
+    untouched tests' check)."""
     from clawsdk.tasks.sources import load_tasks
     from tests.conftest import EXAMPLES
 
@@ -85,6 +100,53 @@ def test_the_fix_slugify_bug_example_cannot_be_passed_by_ending_the_tests_proces
     init = next(f for f in task.workspace if f.path == "textutils/__init__.py").data.decode()
     ended = ScriptedAgent([{"tool": "write", "args": {"path": "textutils/__init__.py",
                                                       "content": "import os; os._exit(0)\n" + init}}])
+    # a slugify that answers with the expected slugs it finds in the hidden check, where it can see them
+    peek = ScriptedAgent([{"tool": "write", "args": {"path": "textutils/__init__.py", "content": (
+        "import glob, os\n"
+        "def slugify(*args):\n"
+        "    for p in glob.glob(os.environ.get('CLAWSDK_HIDDEN', '/nowhere') + '/hidden_test.py') + "
+        "glob.glob('/clawsdk/hidden/hidden_test.py'):\n"
+        "        ns = {'__name__': 'peek'}\n"
+        "        exec(open(p).read(), ns)\n"
+        "        return dict((tuple(a), w) for a, w in ns['EXPECTED']).get(args, '')\n"
+        "    return 'no-peek'\n")}}])
     rewards = [run_sync([task], agent=agent, db=tmp_path / f"{i}.db", retries=0).outcomes[0].reward
-               for i, agent in enumerate(["oracle", ScriptedAgent([]), ended])]
-    assert rewards == [1.0, 0.25, 0.25]
+               for i, agent in enumerate(["oracle", ScriptedAgent([]), ended, peek])]
+    assert rewards == [1.0, 0.25, 0.25, 0.25]
+
+
+def test_the_module_cannot_read_the_expected_values_while_it_answers(tmp_path):
+    """The module answers before the hidden files exist. When it answered with them in reach, a module
+    that looked up the salted hashes in cases.json and tried small values passed every task whose answers
+    are small numbers and booleans, with the bug still there."""
+    from clawsdk.synth.families import difftest
+
+    def brute_forced(task):
+        spec = json.loads(next(f for f in task.hidden if f.path == "cases.json").data)
+        values = [True, False, None, ""] + list(range(-300, 301)) + [x / 2 for x in range(-300, 301)]
+        return all(any(difftest.digest(spec["salt"], v) == h for v in values) for _, h in spec["cases"])
+
+    fam = resolve_families("fix-failing-test")
+    exposed = [t for t in generate(fam, 24, 5, "easy") if brute_forced(t)][:3]
+    assert exposed, "no task whose expected values the brute force finds: the test would test nothing"
+
+    def calls(task):
+        module = module_of(task)
+        return [{"tool": "write", "args": {"path": module.path, "content": BRUTE + module.data.decode()}}]
+
+    r = run_sync(exposed, agent=ScriptedAgent(calls), db=tmp_path / "brute.db", retries=0, concurrency=3)
+    assert [(o.kind.value, o.reward) for o in r.outcomes] == [("ok", 0.0)] * len(exposed), r.outcomes
+
+
+def test_a_module_that_hangs_scores_0_not_unscored(tasks, tmp_path):
+    """The module's answers get at most half the verifier's time left; past it the check scores 0, and the
+    verifier still has the time to say so (a hang used to end the rollout as verifier_timeout)."""
+    task = tasks[0].model_copy(update={"limits": tasks[0].limits.model_copy(update={"verifier_timeout_s": 10})})
+    module = module_of(task)
+    hang = ScriptedAgent([{"tool": "write", "args": {"path": module.path,
+                                                     "content": "while True:\n    pass\n" + module.data.decode()}}])
+    [o] = run_sync([task], agent=hang, db=tmp_path / "hang.db", retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.0), o
+    with Store(tmp_path / "hang.db") as store:
+        [row] = store.query("SELECT detail FROM verdict_scores WHERE rollout_id = ?", [o.rollout_id])
+    assert "agent_run did not finish in 5 s" in row["detail"], row

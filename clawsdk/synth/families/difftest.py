@@ -1,30 +1,28 @@
-"""The hidden check of `fix-failing-test`, copied into each task's hidden files and run there as
-`python3 -I difftest.py cases.json` (the agent's workspace is $CLAWSDK_WORKSPACE).
+"""The hidden check of `fix-failing-test`, in two commands (a `command` check with `agent_run`):
 
-The agent's module runs in a child process that only answers the test calls. This process, which
-imports nothing of the agent's, compares each answer with a salted hash of the expected value.
+- `agent_run(module, calls)`, the agent's side: the agent's module answers the test calls in a process
+  of its own, before the hidden files exist, so nothing it runs can read them;
+- `python3 -I difftest.py cases.json`, copied into the hidden files: it reads those answers on stdin and,
+  importing nothing of the agent's, compares each with a salted hash of the expected value.
+
 Tests run inside the agent's process could be passed by the module itself (an `os._exit(0)`, or
-unittest's asserts patched at import), with no fix at all. The expected values are stored hashed
-because the child, running as the same user, can read the hidden files too.
+unittest's asserts patched at import), with no fix at all.
 
 Exit 0 when every call gives the expected value; the lines printed say which did not.
 """
 
 import hashlib
 import json
-import os
-import subprocess
+import shlex
 import sys
-import tempfile
 
 MARK = "@@clawsdk-difftest@@"
 CHILD = f"""
 import importlib, json, sys
 try:
     mod = importlib.import_module(sys.argv[1])
-    calls = json.loads(sys.stdin.read())
     out = []
-    for call in calls:
+    for call in json.loads(sys.argv[2]):
         try:
             out.append(["ok", repr(eval(call, vars(mod)))])
         except Exception as e:
@@ -33,6 +31,13 @@ except BaseException as e:
     out = "%s: %s" % (type(e).__name__, e)
 sys.stdout.write("\\n{MARK}" + json.dumps(out) + "\\n")
 """
+
+
+def agent_run(module: str, calls: list[str]) -> str:
+    """The check's `agent_run`: the module answers `calls` with a fresh bytecode cache (a stale .pyc
+    would hide the fix)."""
+    return (f'PYTHONPYCACHEPREFIX="$(mktemp -d)" python3 -c {shlex.quote(CHILD)} '
+            f"{shlex.quote(module)} {shlex.quote(json.dumps(calls))}")
 
 
 def normal(value) -> str:
@@ -55,22 +60,15 @@ def main() -> int:
     import ast
 
     spec = json.loads(open(sys.argv[1], encoding="utf-8").read())
-    workspace = os.environ["CLAWSDK_WORKSPACE"]
     calls = [c for c, _ in spec["cases"]]
-    with tempfile.TemporaryDirectory() as cache:  # a fresh bytecode cache: a stale .pyc would hide the fix
-        env = {k: v for k, v in os.environ.items() if k != "CLAWSDK_HIDDEN"} | {"PYTHONPYCACHEPREFIX": cache}
-        try:
-            child = subprocess.run([sys.executable, "-c", CHILD, spec["module"]], input=json.dumps(calls),
-                                   capture_output=True, text=True, cwd=workspace, env=env,
-                                   timeout=spec.get("timeout_s", 60))
-        except subprocess.TimeoutExpired:
-            print(f"{spec['module']}: the calls did not finish in {spec.get('timeout_s', 60)} s")
-            return 1
-    line = next((ln for ln in reversed(child.stdout.splitlines()) if ln.startswith(MARK)), None)
+    line = next((ln for ln in reversed(sys.stdin.read().splitlines()) if ln.startswith(MARK)), None)
     if line is None:
-        print(f"{spec['module']}: no answers (exit {child.returncode}): {child.stderr.strip()[-500:]}")
+        print(f"{spec['module']}: no answers (the agent_run's output has none)")
         return 1
-    answers = json.loads(line[len(MARK):])
+    try:
+        answers = json.loads(line[len(MARK):])
+    except (ValueError, RecursionError):
+        answers = []
     if isinstance(answers, str):
         print(f"could not import {spec['module']}: {answers}")
         return 1

@@ -59,14 +59,15 @@ tests pass. Do not change the tests; they describe the intended behaviour.
 """
         if level == 3:
             instruction = instruction.replace("the bug", "the bugs")
-        # the test calls answered by the agent's module in a process of its own, compared in one that
-        # imports nothing of the agent's (difftest.py says why); expected values salted and hashed
+        # the test calls answered by the agent's module before the hidden files exist, compared in a
+        # process that imports nothing of the agent's (difftest.py says why); expected values hashed
         salt = hashlib.sha256(buggy.encode()).hexdigest()[:16]
         cases = [[f"{m.fn}({', '.join(repr(a) for a in args)})", difftest.digest(salt, want)]
                  for m in made for args, want in zip(m.cases, m.expected)]
         hidden = {"difftest.py": DIFFTEST, "cases.json": json.dumps({"module": module, "salt": salt,
                                                                       "cases": cases}, indent=1) + "\n"}
         checks = [{"type": "command", "name": "the unit tests pass", "weight": 3,
+                   "agent_run": difftest.agent_run(module, [call for call, _ in cases]),
                    "run": 'python3 -I "$CLAWSDK_HIDDEN/difftest.py" "$CLAWSDK_HIDDEN/cases.json"'}]
         solution = [exec_(run_tests), read(test_path), read(f"{module}.py")]
         solution += [edit(f"{module}.py", *m.fix_in(buggy)) for m in made if m.bad]
