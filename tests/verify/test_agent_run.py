@@ -52,3 +52,31 @@ def test_a_caller_that_injects_the_hidden_files_first_is_told_what_to_do(tmp_pat
                 await ChecksVerifier(t.verifier).verify(ctx)
 
     anyio.run(main)
+
+
+#: an ini2json.py that converts nothing: it prints the expected output it finds in the hidden files
+PEEK_INI = """import glob, os, sys
+found = glob.glob(os.environ.get("CLAWSDK_HIDDEN", "/nowhere") + "/sample_expected.json") + \\
+    glob.glob("/clawsdk/hidden/sample_expected.json")
+src = sys.argv[1]
+if not os.path.isfile(src) or not open(src).read().lstrip().startswith(("#", "[")):
+    sys.exit("ini2json: cannot read " + src)
+text = open(found[0]).read() if found else "{}"
+if "-o" in sys.argv:
+    open(sys.argv[sys.argv.index("-o") + 1], "w").write(text)
+else:
+    print(text)
+"""
+
+
+def test_an_example_cli_that_prints_the_hidden_expected_output_gains_nothing(tmp_path):
+    """ini-to-json-cli's hidden tests ran the agent's converter with the expected output in reach: one that
+    printed it passed them (0.8). Now it scores what writing the file and nothing else scores."""
+    from clawsdk.tasks.sources import load_tasks
+    from tests.conftest import EXAMPLES
+
+    [task] = [t for t in load_tasks(str(EXAMPLES)).tasks if t.id == "ini-to-json-cli"]
+    peek = ScriptedAgent([{"tool": "write", "args": {"path": "ini2json.py", "content": PEEK_INI}}])
+    rewards = [run_sync([task], agent=agent, db=tmp_path / f"{i}.db", retries=0).outcomes[0].reward
+               for i, agent in enumerate(["oracle", peek])]
+    assert rewards == [1.0, pytest.approx(0.2)]
