@@ -65,6 +65,16 @@ def kill_group(pid: int) -> None:
         pass
 
 
+async def feed(pipe, data: bytes) -> None:
+    """Write a command's stdin and close it; a command that exits (or is killed) without reading it ends
+    the write."""
+    try:
+        await pipe.send(data)
+        await pipe.aclose()
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+
+
 class HostDirSandbox(Sandbox):
     """A workspace folder on the host; subclasses decide how commands are isolated."""
 
@@ -226,12 +236,8 @@ class HostDirSandbox(Sandbox):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(drain, proc.stdout, out)
                 tg.start_soon(drain, proc.stderr, err)
-                if stdin is not None:
-                    try:
-                        await proc.stdin.send(stdin)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        pass
-                    await proc.stdin.aclose()
+                if stdin is not None:  # fed alongside: a command that never reads it still times out
+                    tg.start_soon(feed, proc.stdin, stdin)
                 with anyio.move_on_after(timeout) as scope:
                     await proc.wait()
                 timed_out = scope.cancelled_caught

@@ -200,6 +200,9 @@ async def check_timeout_kills_children(factory: Factory, config: SandboxConfig) 
             r = await sb.exec("flock -x held.lock sleep 300 & touch started; sleep 300", timeout=1.5)
         assert r.timed_out and r.exit_code == 124, f"timeout not reported: {r}"
         assert r.duration_s < 15, f"took {r.duration_s:.1f} s to stop"
+        with anyio.fail_after(30):  # more stdin than a pipe holds, never read
+            r = await sb.exec("sleep 300", stdin=b"x" * (4 << 20), timeout=1.5)
+        assert r.timed_out, f"a command that never reads its stdin was not stopped on time: {r}"
         host = _host_path(sb)
         if host is None:  # no host folder: ask the sandbox whether the lock is free
             r = await sb.exec("flock -n -x held.lock true", timeout=10)
