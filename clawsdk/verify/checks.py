@@ -220,7 +220,7 @@ class ChecksVerifier(Verifier):
         self.spec = spec
         self.checks = parse_checks(spec.checks)
         self.pass_threshold = spec.pass_threshold
-        self._agent_runs: dict[int, ExecResult] | None = None  # check index -> what its agent_run gave
+        self._agent_runs: dict[int, tuple[ExecResult, float]] | None = None  # check -> its agent_run, limit
 
     async def before_hidden(self, ctx: VerifyContext) -> bool:
         self._agent_runs = {}
@@ -229,7 +229,7 @@ class ChecksVerifier(Verifier):
                 limit = c.timeout_s or ctx.task.limits.verifier_timeout_s
                 if ctx.deadline is not None:  # the agent's code that hangs scores its check 0, never unscored
                     limit = min(limit, max(0.1, (ctx.deadline - anyio.current_time()) / 2))
-                self._agent_runs[i] = await self._exec(c.agent_run, ctx, limit, stage="agent_run")
+                self._agent_runs[i] = await self._exec(c.agent_run, ctx, limit, stage="agent_run"), limit
         return bool(self._agent_runs)
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
@@ -278,9 +278,9 @@ class ChecksVerifier(Verifier):
             stdin = None
             if c.agent_run:
                 assert self._agent_runs is not None  # verify() ran before_hidden
-                answers = self._agent_runs[index]
+                answers, agent_limit = self._agent_runs[index]
                 if answers.timed_out:
-                    return 0.0, f"agent_run did not finish in {answers.duration_s:.0f} s"
+                    return 0.0, f"agent_run did not finish in {agent_limit:.1f} s"
                 stdin = answers.stdout.encode("utf-8", "surrogateescape")
             result = await self._exec(c.run, ctx, limit, stage="run", stdin=stdin)
             tail = (result.stdout.strip().splitlines() or [""])[-1]

@@ -4,6 +4,7 @@ process, or patches unittest, used to score 1.0 without fixing anything (every t
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -149,4 +150,5 @@ def test_a_module_that_hangs_scores_0_not_unscored(tasks, tmp_path):
     assert (o.kind.value, o.reward) == ("ok", 0.0), o
     with Store(tmp_path / "hang.db") as store:
         [row] = store.query("SELECT detail FROM verdict_scores WHERE rollout_id = ?", [o.rollout_id])
-    assert "agent_run did not finish in 5 s" in row["detail"], row
+    # half the 10 s left, less what ending the turn took
+    assert re.search(r"agent_run did not finish in [45]\.\d s", row["detail"]), row
