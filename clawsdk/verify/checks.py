@@ -7,15 +7,17 @@ import io
 import json
 import math
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from clawsdk import rematch
 from clawsdk.errors import PathEscapeError, VerifierError
-from clawsdk.sandbox.base import ExecResult
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+
+if TYPE_CHECKING:
+    from clawsdk.sandbox.base import ExecResult
 
 
 class _Check(BaseModel):
