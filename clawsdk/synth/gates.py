@@ -6,8 +6,10 @@ workspace (it must run and score 0) and after the reference solution (it must pa
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -159,6 +161,60 @@ def check_compiles(code: str) -> None:
         raise GateFailure(f"check.py does not compile: line {e.lineno}: {e.msg}") from None
 
 
+#: modules that start processes or load code: what check.py starts would run beside the hidden files
+_RUNS_CODE = {"subprocess", "multiprocessing", "concurrent", "asyncio", "pty", "runpy", "importlib", "imp",
+              "pkgutil", "zipimport", "ctypes", "code", "codeop", "pdb", "doctest", "unittest", "pickle",
+              "shelve", "marshal", "webbrowser"}
+_OS_RUNS_CODE = re.compile(r"system|popen|exec\w*|spawn\w*|fork\w*|posix_spawnp?")
+_BUILTINS_RUN_CODE = {"exec", "eval", "compile", "__import__", "breakpoint"}
+_AGENT_RUN = re.compile(r"^#\s*agent_run:\s*(.*?)\s*$", re.M)
+
+
+def check_isolated(code: str) -> None:
+    """check.py runs while the hidden files exist, so it may run none of the agent's code: no process, no
+    import from the workspace, no code loaded from a file. Whatever it started could read the expected values
+    (or check.py itself). What needs the agent's code to run goes in its `# agent_run:` line."""
+    def fail(node: ast.AST, what: str) -> GateFailure:
+        return GateFailure(
+            f"check.py line {node.lineno}: {what}. check.py runs while the hidden files exist, so any program "
+            "of the agent's it ran could read them: grade the files the agent left, and to run a program the "
+            "agent wrote, give the command in a first line `# agent_run: COMMAND` and read its output from "
+            "standard input")
+
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if isinstance(node, ast.ImportFrom) and (node.level or not node.module):
+                raise fail(node, "a relative import loads a file beside check.py")
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names:
+                    raise fail(node, f"`{name}` is not in the standard library (it may be the agent's module)")
+                if top in _RUNS_CODE:
+                    raise fail(node, f"`{name}` starts processes or loads code")
+            if isinstance(node, ast.ImportFrom) and node.module == "os":
+                for a in node.names:
+                    if _OS_RUNS_CODE.fullmatch(a.name):
+                        raise fail(node, f"`os.{a.name}` starts a process")
+        elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os"
+              and _OS_RUNS_CODE.fullmatch(node.attr)):
+            raise fail(node, f"`os.{node.attr}` starts a process")
+        elif isinstance(node, ast.Name) and node.id in _BUILTINS_RUN_CODE:
+            raise fail(node, f"`{node.id}` runs code given as text")
+    commands = _AGENT_RUN.findall(code)
+    if len(commands) > 1:
+        raise GateFailure("check.py has more than one `# agent_run:` line; give one command (join steps with &&)")
+    if commands and not commands[0]:
+        raise GateFailure("check.py's `# agent_run:` line names no command")
+
+
+def agent_run_of(code: str) -> str | None:
+    """The command of check.py's `# agent_run:` line: it runs the agent's code before the hidden files exist,
+    and its output is check.py's standard input."""
+    found = _AGENT_RUN.search(code)
+    return found.group(1) if found and found.group(1) else None
+
+
 def build_task(task_id: str, draft: Draft, files: dict[str, str], check_py: str, tools: list[str],
                provenance: dict[str, Any], metadata: dict[str, Any]) -> Task:
     return Task(
@@ -173,7 +229,8 @@ def build_task(task_id: str, draft: Draft, files: dict[str, str], check_py: str,
         solution=draft.reference_solution or None,
         verifier=VerifierSpec(type="checks", checks=[{
             "type": "command", "name": "check.py", "score_from_stdout": True,
-            "run": f'python3 "$CLAWSDK_HIDDEN/{CHECK_FILE}"'}]),
+            "run": f'python3 "$CLAWSDK_HIDDEN/{CHECK_FILE}"',
+            **({"agent_run": agent_run} if (agent_run := agent_run_of(check_py)) else {})}]),
         limits=Limits(timeout_s=900, max_tool_calls=100),
         provenance=provenance,
         metadata=metadata,

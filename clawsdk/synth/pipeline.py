@@ -212,6 +212,7 @@ class RoutePipeline:
             code = gates.strip_code(answer)
             try:
                 gates.check_compiles(code)
+                gates.check_isolated(code)
                 async with self.sandbox_slots:
                     scores = await gates.execution_gate(self._task(c, code), self.o.sandbox)
             except GateFailure as e:

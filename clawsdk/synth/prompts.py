@@ -93,7 +93,11 @@ VERIFIER_CONTRACT = """Write a Python 3 program check.py (standard library only)
 It runs with the workspace as its current directory. It must print one line at the end: the score, a
 number between 0 and 1 (1 = every requirement met, 0 = nothing done). It must not change any file.
 It must score 0 on the untouched workspace (before the agent did anything) and 1 when the task was
-done correctly. Check exact values where the task defines them. Output only the code."""
+done correctly. Check exact values where the task defines them. It must not run or import anything the agent
+wrote (no subprocess, os.system, exec, pickle or import from the workspace): it runs beside the hidden answers.
+If grading needs to run a program the agent wrote, make the first line of check.py `# agent_run: COMMAND`
+(a shell command run in the workspace before check.py starts) and read that command's output from standard
+input. Output only the code."""
 
 
 def verifier(draft: dict, files: dict[str, str]) -> list[dict[str, Any]]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from clawsdk.synth.dedup import NearDuplicates
-from clawsdk.synth.gates import GateFailure, extract_json, parse_draft, parse_judge, parse_rubric, strip_code
+from clawsdk.synth.gates import (GateFailure, agent_run_of, check_isolated, extract_json, parse_draft, parse_judge,
+                                 parse_rubric, strip_code)
 
 BASE = ("Please read the quarterly sales export in sales.csv, total the revenue per region and per month, "
         "and write the result to summary.csv sorted by region and then month.")
@@ -66,3 +69,30 @@ def test_judge_and_rubric_answers_are_checked_against_their_schema():
         parse_rubric('[{"name": "clear", "scores": {"0": "a", "1": "b"}}]')
     with pytest.raises(GateFailure, match="score level"):
         parse_rubric('[{"name": "clear", "scores": {"0.3": "a"}}]')
+
+
+@pytest.mark.parametrize("code, why", [
+    ("import subprocess\nsubprocess.run(['python3', 'report.py'])", "line 1: `subprocess` starts processes"),
+    ("import json\nfrom os import system", "line 2: `os.system` starts a process"),
+    ("import os\nprint(os.popen('python3 report.py').read())", "line 2: `os.popen` starts a process"),
+    ("import sys\nsys.path.insert(0, '.')\nimport report", "line 3: `report` is not in the standard library"),
+    ("import pickle\nprint(pickle.load(open('state.pkl', 'rb')))", "`pickle` starts processes or loads code"),
+    ("import unittest\nunittest.main(module='test_report')", "`unittest` starts processes or loads code"),
+    ("exec(open('report.py').read())", "`exec` runs code given as text"),
+    ("from . import helper", "a relative import"),
+    ("# agent_run: python3 a.py\n# agent_run: python3 b.py\nprint(0)", "more than one `# agent_run:` line"),
+])
+def test_a_check_that_would_run_the_agents_code_is_refused(code, why):
+    """check.py runs beside the hidden files: a process it starts, or a module or pickle of the agent's it
+    loads, could read them."""
+    with pytest.raises(GateFailure, match=re.escape(why)):
+        check_isolated(code)
+
+
+def test_a_check_that_reads_files_or_its_agent_run_output_passes():
+    reads = "import csv, json, os.path, re\nfrom pathlib import Path\nprint(1.0 if Path('a.csv').exists() else 0.0)"
+    check_isolated(reads)
+    assert agent_run_of(reads) is None
+    piped = "# agent_run: python3 totals.py --all\nimport json, sys\nprint(1.0 if json.load(sys.stdin) else 0.0)"
+    check_isolated(piped)
+    assert agent_run_of(piped) == "python3 totals.py --all"

@@ -212,3 +212,74 @@ def test_a_run_id_that_cannot_name_its_tasks_is_refused_before_any_model_call(tm
                                               "--run-id", "../x"])
     assert result.exit_code == 2 and "--run-id" in result.output and "cannot be a task id" in result.output
     assert not out.exists() and not db.exists()
+
+
+TOTALS_PY = ("import csv, json\nt = {}\nfor r in csv.DictReader(open('expenses.csv')):\n"
+             "    t[r['category']] = t.get(r['category'], 0) + float(r['amount'])\n"
+             "print(json.dumps({k: int(v) if v == int(v) else v for k, v in t.items()}))\n")
+#: a totals.py that adds nothing up: it prints the dict it finds in the grader beside it
+PEEK_TOTALS_PY = ("import glob, os, re\n"
+                  "for f in glob.glob(os.environ.get('CLAWSDK_HIDDEN', '/nowhere') + '/*.py'):\n"
+                  "    m = re.search(r'==\\s*(\\{[^}]*\\})', open(f).read())\n"
+                  "    if m:\n        print(m.group(1))\n")
+GRADE = """try:
+    data = json.loads(out)
+except Exception:
+    print(0.0)
+    raise SystemExit
+print(1.0 if data == {"food": 12.5, "travel": 30} else 0.0)
+"""
+RUNS_THE_AGENTS_SCRIPT = ("import json, subprocess\nout = subprocess.run(['python3', 'totals.py'], capture_output=True, "
+                          "text=True).stdout\n" + GRADE)
+READS_AGENT_RUN = "# agent_run: python3 totals.py\nimport json, sys\nout = sys.stdin.read()\n" + GRADE
+
+
+class ScriptTask(Script):
+    """A task whose deliverable is a program: the model's first check.py runs it beside itself."""
+
+    def __call__(self, messages: list[dict]) -> str | int:
+        last = messages[-1]["content"]
+        if "Persona:" in last:
+            d = draft("Write totals.py, a program that reads expenses.csv (columns category,amount) and prints a "
+                      "JSON object mapping each category to the total of its amounts. notes.txt has context.")
+            d["deliverables"] = ["totals.py"]
+            d["reference_solution"] = [{"tool": "write", "args": {"path": "totals.py", "content": TOTALS_PY}}]
+            return json.dumps(d)
+        if "That check.py failed its execution test" in last:
+            return READS_AGENT_RUN
+        if "Write a Python 3 program check.py" in "\n".join(m.get("content") or "" for m in messages):
+            return RUNS_THE_AGENTS_SCRIPT if "rubric rules" not in last else RUBRIC
+        return super().__call__(messages)
+
+
+def test_a_check_that_runs_the_agents_program_is_sent_back_to_use_agent_run(tmp_path, scripted_server):
+    """A model-written check.py that ran the agent's totals.py ran it beside the hidden files: a totals.py
+    that printed the dict it found in check.py passed. The gate sends such a check back; the repaired one
+    names the command in `# agent_run:`, which runs before the hidden files exist."""
+    skip_unless_available("bwrap")
+    from clawsdk import run_sync
+    from clawsdk.synth import gates
+    from clawsdk_plugins.agents import ScriptedAgent
+
+    server = scripted_server(ScriptTask())
+    out, db = tmp_path / "out", tmp_path / "synth.db"
+    result = invoke(route_args("persona", server, out, db, ["--json", "--n", "1", "--no-rubric"]))
+    assert json.loads(result.stdout)["status"] == {"accepted": 1}, result.output
+    [repair] = [m[-1]["content"] for m in server.requests if "failed its execution test" in m[-1]["content"]]
+    assert "line 1: `subprocess` starts processes" in repair and "# agent_run: COMMAND" in repair
+    task = load_task(out / "persona-test-00000")
+    assert task.verifier.checks[0]["agent_run"] == "python3 totals.py"
+
+    def score(t, program: str) -> float:
+        agent = ScriptedAgent([{"tool": "write", "args": {"path": "totals.py", "content": program}}])
+        [o] = run_sync([t], agent=agent, sandbox="bwrap", db=tmp_path / f"{len(list(tmp_path.iterdir()))}.db",
+                       retries=0).outcomes
+        assert o.kind.value == "ok", o
+        return o.reward
+
+    assert (score(task, TOTALS_PY), score(task, PEEK_TOTALS_PY)) == (1.0, 0.0)
+    # the check the gate sent back, assembled anyway: the peeking program passes it
+    ungated = gates.build_task("ungated", gates.Draft.model_validate(task.model_dump(mode="json") | {
+        "input_files": [], "reference_solution": None}), {f.path: f.text for f in task.workspace},
+        RUNS_THE_AGENTS_SCRIPT, list(task.tools or []), {}, {})
+    assert score(ungated, PEEK_TOTALS_PY) == 1.0
