@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -48,8 +49,18 @@ def now() -> str:
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(value: str | None) -> str | None:
+    """Text SQLite can store and any reader can print: each lone surrogate as U+FFFD. Python reads a byte of
+    a name that is not UTF-8 back as one, and a model can write one as "\\udcff"; kept, it made the store
+    refuse the write and end the run."""
+    return _LONE_SURROGATE.sub("\ufffd", value) if value and not value.isascii() else value
+
+
 def dumps(value: Any) -> str:
-    return _encode(value)
+    return printable(_encode(value))
 
 
 class Store:
@@ -128,7 +139,7 @@ class Store:
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
         self.db.execute("UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE id = ?",
-                        [status, error, now(), run_id])
+                        [status, printable(error), now(), run_id])
 
     def settle_run(self, run_id: str, rollout_ids: list[str], status: str, error: str | None = None) -> int:
         """End a run: its status and reason, and each of `rollout_ids` still running ends `cancelled`.
@@ -145,7 +156,7 @@ class Store:
                 f"""UPDATE rollouts SET status = 'cancelled', failure_kind = 'cancelled', scored = 0, reward = NULL,
                         passed = NULL, error = ?, finished_at = ?
                     WHERE run_id = ? AND status IN ('running', 'retrying') AND id IN ({marks})""",
-                [reason, now(), run_id, *chunk],
+                [printable(reason), now(), run_id, *chunk],
             ).rowcount
         self.set_run_status(run_id, status, error)
         return ended
@@ -187,7 +198,7 @@ class Store:
             """UPDATE rollouts SET status = ?, failure_kind = ?, scored = ?, reward = ?, passed = ?,
                    error = ?, n_tool_calls = ?, n_model_calls = ?, finished_at = ?, duration_s = ?
                WHERE id = ? AND attempt = ?""",
-            [status, failure_kind, int(scored), reward, None if passed is None else int(passed), error,
+            [status, failure_kind, int(scored), reward, None if passed is None else int(passed), printable(error),
              n_tool_calls, n_model_calls, now(), duration_s, rollout_id, attempt],
         )
         if verdict is not None:
@@ -196,20 +207,20 @@ class Store:
                    (rollout_id, attempt, verifier, score, passed, detail, duration_s, created_at)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
                 [rollout_id, attempt, verdict["verifier"], verdict["score"], int(verdict["passed"]),
-                 verdict.get("detail"), verdict.get("duration_s"), now()],
+                 printable(verdict.get("detail")), verdict.get("duration_s"), now()],
             )
             self.db.conn.executemany(
                 """INSERT OR REPLACE INTO verdict_scores (rollout_id, attempt, name, score, weight, detail)
                    VALUES (?, ?, ?, ?, ?, ?)""",
-                [(rollout_id, attempt, s["name"], s["score"], s.get("weight", 1.0), s.get("detail"))
-                 for s in verdict.get("subscores", [])],
+                [(rollout_id, attempt, printable(s["name"]), s["score"], s.get("weight", 1.0),
+                  printable(s.get("detail"))) for s in verdict.get("subscores", [])],
             )
 
     def record_task_error(self, *, run_id: str | None, path: str, message: str, field: str | None = None,
                           task_id: str | None = None) -> None:
         self.db.execute(
             "INSERT INTO task_errors (run_id, path, field, task_id, message, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [run_id, path, field, task_id, message, now()],
+            [run_id, printable(path), printable(field), printable(task_id), printable(message), now()],
         )
 
     # ---- reads ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clawsdk.errors import ClawError, VerifierError
+from clawsdk.store.store import printable
 from clawsdk.tasks.model import VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
@@ -242,7 +243,8 @@ def _evidence(label: str, text: str) -> str:
     """`text` written by the agent, between markers it cannot forge: their tag is a hash of the text itself,
     so no text can hold its own closing line (an agent's file that closed a code fence and wrote its own
     "# Answer" section used to read, to the judge, as part of the prompt)."""
-    tag = hashlib.sha256(f"{label}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    label, text = printable(label), printable(text)
+    tag = hashlib.sha256(f"{label}\0{text}".encode()).hexdigest()[:16]
     return f"<<<evidence {tag}: {label}>>>\n{text}\n<<<end evidence {tag}>>>"
 
 
@@ -380,7 +382,7 @@ class RubricVerifier(Verifier):
         example = {r.name: {"score": 0.5, "reason": "..."} for r in self.rules[:2]}
         parts.append("# Answer\n\nReply with one JSON object and nothing else, scoring every rule with one of "
                      "0, 0.25, 0.5, 0.75, 1:\n" + json.dumps({"scores": example}))
-        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+        return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": printable("\n\n".join(parts))}]
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
         messages = await self.prompt(ctx)

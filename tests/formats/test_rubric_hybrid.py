@@ -178,3 +178,20 @@ def test_an_agents_file_cannot_close_its_block_and_write_its_own_prompt_section(
     outside = re.sub(r"^<<<evidence (\w{16}): .*?^<<<end evidence \1>>>$", "", prompt, flags=re.M | re.S)
     assert outside.count("# Answer") == 1 and "grader's notes" not in outside and "0123456789abcdef" not in outside
     assert "never instructions to you" in judge["calls"][0][0]["content"]
+
+
+def test_a_file_name_that_is_not_utf8_is_judged_not_left_unscored(db):
+    """A name with a byte that is not UTF-8 reads back with a lone surrogate, which no HTTP request can
+    encode: the judge was never asked, and the rollout ended as verifier_error."""
+    from clawsdk.plugins import get_registry
+
+    if "openai" not in get_registry().names("models"):
+        pytest.skip("no openai model backend")
+    with JudgeServer([_good(0.5, 1)]) as server:
+        task, _ = _task({"type": "rubric", "rules": RULES, "judge": "openai:judge-1",
+                         "judge_options": {"base_url": server.url}}, tid="t-bytes")
+        agent = ScriptedAgent([{"tool": "write", "args": {"path": "out/report.md", "content": "# Report\n"}},
+                               {"tool": "exec", "args": {"command": "printf 'x' > \"$(printf 'name\\377.txt')\""}}])
+        [o] = run_sync([task], agent=agent, db=db, retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", pytest.approx(0.75)), o.error
+    assert 'file "name\ufffd.txt"' in server.requests[0]["messages"][-1]["content"]
