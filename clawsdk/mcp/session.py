@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from clawsdk._text import printable, printable_data
 from clawsdk.errors import AgentError, SandboxError
 from clawsdk.models.prompt import FINISH_TOOL
 from clawsdk.runtime.recorder import Recorder
@@ -151,8 +152,9 @@ class ToolSession:
                 result = ToolResult(f"tool {name!r} did not answer within {self.limits.tool_timeout_s:g} s",
                                     is_error=True)
             else:
-                text = _text_of(raw)
-                structured = raw.structured_content
+                # a listed name that is not UTF-8 holds a lone surrogate: no model request could carry it
+                text = printable(_text_of(raw))
+                structured = printable_data(raw.structured_content)
                 if structured == {"result": text}:  # a plain-text tool: the text says it all
                     structured = None
                 result = ToolResult(text, bool(raw.is_error), structured)

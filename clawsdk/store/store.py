@@ -6,7 +6,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from typing import Any
 
 import sqlite_utils
 
+from clawsdk._text import printable
 from clawsdk.errors import StoreError
 from clawsdk.store.migrations import applied, migrate
 
@@ -47,16 +47,6 @@ def now() -> str:
 
 # one encoder for every event: json.dumps with options builds a new one per call
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def printable(value: str | None) -> str | None:
-    """Text SQLite can store and any reader can print: each lone surrogate as U+FFFD. Python reads a byte of
-    a name that is not UTF-8 back as one, and a model can write one as "\\udcff"; kept, it made the store
-    refuse the write and end the run."""
-    return _LONE_SURROGATE.sub("\ufffd", value) if value and not value.isascii() else value
 
 
 def dumps(value: Any) -> str:

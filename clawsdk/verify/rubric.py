@@ -23,7 +23,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clawsdk.errors import ClawError, VerifierError
-from clawsdk.store.store import printable
+from clawsdk._text import printable
 from clawsdk.tasks.model import VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 

@@ -158,3 +158,15 @@ def test_cli_explains_an_unknown_sandbox_in_plain_words(tmp_path):
     res = CliRunner().invoke(cli_main, ["run", str(tmp_path / "tasks"), "--sandbox", "dokker",
                                         "--db", str(tmp_path / "cli.db")])
     assert res.exit_code == 2 and "no sandbox named 'dokker' (available: bwrap, docker, local" in res.output
+
+
+def test_a_listed_name_that_is_not_utf8_reaches_the_model_as_a_replacement_character(stub_server, tmp_path):
+    """`ls` of a file named with a byte that is not UTF-8 gave a tool result no request could encode: the
+    next model turn raised, and a model that did nothing wrong ended agent_error with 0."""
+    make = {"name": "exec", "arguments": {"command": "printf x > \"$(printf 'n\\377m')\""}}
+    stub_server.script = [completion(None, [make]), completion(None, [{"name": "ls", "arguments": {}}]),
+                          completion(None, [WRITE]), completion(None, [{"name": "finish", "arguments": {"summary": "ok"}}])]
+    outcome, _, _ = run_loop(stub_server, tmp_path)
+    assert (outcome.kind.value, outcome.passed) == ("ok", True), outcome.error
+    listing = stub_server.requests[2]["messages"][-1]
+    assert listing["role"] == "tool" and "n\ufffdm" in listing["content"]

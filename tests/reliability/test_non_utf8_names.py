@@ -67,3 +67,25 @@ def test_a_task_folder_so_named_is_reported_and_the_other_tasks_run(tmp_path, db
         [rollout] = store.query("SELECT task_id, passed FROM rollouts")
     assert error["path"].startswith(str(tasks / "br\ufffdken")) and "invalid YAML" in error["message"]
     assert rollout == {"task_id": "fix-slugify-bug", "passed": 1}
+
+
+def test_an_mcp_client_gets_a_listing_it_can_send_as_json(tmp_path, db):
+    """`clawsdk serve` answers external agents over HTTP: a result that held a lone surrogate could not be
+    serialized, and the agent got no answer to its `ls`."""
+    import anyio
+    from mcp import Client
+
+    from clawsdk.mcp.serve import ServeConfig, hosting
+    from clawsdk.tasks.native import load_task
+    from tests.conftest import make_task
+
+    task = load_task(make_task(tmp_path, "hello", instruction="Write done.txt containing done."))
+
+    async def main():
+        async with hosting(ServeConfig(task=task, db=db, run_id="srv")) as host:
+            async with Client(host.server(), mode="legacy") as c:
+                await c.call_tool("exec", {"command": "printf x > \"$(printf 'n\\377m')\""})
+                listing = await c.call_tool("ls", {"path": "."})
+                return listing.model_dump_json()
+
+    assert "n\ufffdm" in json.loads(anyio.run(main))["content"][0]["text"]
