@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from clawsdk.errors import ClawError, VerifierError
 from clawsdk._text import printable
+from clawsdk.errors import ClawError, VerifierError
 from clawsdk.tasks.model import VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
