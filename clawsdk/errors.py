@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from enum import Enum
 
 
@@ -77,6 +78,18 @@ class RolloutCancelled(RolloutError):
 
 class PathEscapeError(ClawError, ValueError):
     """A path that would leave the workspace."""
+
+
+class FileTooLarge(OSError):
+    """A file over what a tool or a verifier reads; the message names it, its size and the limit."""
+
+    def __init__(self, path: str, size: int, limit: int):
+        super().__init__(errno.EFBIG, f"{path} is {size / 2**20:.1f} MiB, over the {limit / 2**20:g} MiB "
+                                      "read of one file", path)
+        self.size, self.limit = size, limit
+
+    def __str__(self) -> str:
+        return self.strerror
 
 
 class TaskFormatError(ClawError):

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 
-from clawsdk.errors import ClawError
+from clawsdk.errors import ClawError, FileTooLarge
 
 #: AgentSkills names: lower-case letters, digits and hyphens, at most 64 characters.
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -96,6 +96,8 @@ def tool_errors(fn: Callable) -> Callable:
             raise ToolError(f"{e.filename or e} is a folder, not a file") from e
         except NotADirectoryError as e:
             raise ToolError(f"not a folder: {e.filename or e}") from e
+        except FileTooLarge as e:
+            raise ToolError(f"{e}; look into it with exec (head, tail, sed -n, grep)") from e
         except (OSError, ValueError, KeyError, LookupError, ClawError) as e:
             raise ToolError(str(e) or type(e).__name__) from e
 

@@ -6,6 +6,8 @@ import abc
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from clawsdk.errors import FileTooLarge
+
 if TYPE_CHECKING:
     from clawsdk.tasks.model import File, Task
 
@@ -55,6 +57,10 @@ class Entry:
     path: str
     is_dir: bool
     size: int
+
+
+#: the most the tools and the verifiers read of one file (``Sandbox.read_capped``)
+MAX_READ_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -130,6 +136,16 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     async def read(self, path: str) -> bytes:
         """The file's bytes; PathEscapeError, FileNotFoundError or IsADirectoryError naming `path`."""
+
+    async def read_capped(self, path: str, max_bytes: int | None = None) -> bytes:
+        """`read`, or FileTooLarge for a file over `max_bytes` (default MAX_READ_BYTES): what the tools and
+        verifiers read runs in the runner's process, where one agent's 1 GiB file held every rollout's
+        memory. This default reads the file first; a backend that can look at its size first should."""
+        limit = MAX_READ_BYTES if max_bytes is None else max_bytes
+        data = await self.read(path)
+        if len(data) > limit:
+            raise FileTooLarge(path, len(data), limit)
+        return data
 
     @abc.abstractmethod
     async def write(self, path: str, data: bytes, *, executable: bool = False) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from clawsdk.errors import SandboxError
-from clawsdk.sandbox.base import SCORING_ENV, Entry, ExecResult, Sandbox, SandboxConfig
+from clawsdk.sandbox.base import MAX_READ_BYTES, SCORING_ENV, Entry, ExecResult, Sandbox, SandboxConfig
 from clawsdk.sandbox import hostroot
 from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
@@ -142,6 +142,9 @@ class HostDirSandbox(Sandbox):
 
     async def read(self, path: str) -> bytes:
         return self.files().read(path)
+
+    async def read_capped(self, path: str, max_bytes: int | None = None) -> bytes:
+        return self.files().read(path, MAX_READ_BYTES if max_bytes is None else max_bytes)
 
     async def write(self, path: str, data: bytes, *, executable: bool = False) -> None:
         self._write_sync(path, data, executable)

@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from clawsdk.errors import PathEscapeError
+from clawsdk.errors import FileTooLarge, PathEscapeError
 from clawsdk.sandbox.paths import normalize_relative
 
 #: symlinks followed in one path, as the kernel's own limit
@@ -194,8 +194,9 @@ class Tree:
 
     # ---- operations ------------------------------------------------------------------------
 
-    def read(self, path: str) -> bytes:
-        """The bytes of a regular file; IsADirectoryError, FileNotFoundError, PathEscapeError name `path`."""
+    def read(self, path: str, max_bytes: int | None = None) -> bytes:
+        """The bytes of a regular file; IsADirectoryError, FileNotFoundError, PathEscapeError name `path`;
+        FileTooLarge past `max_bytes`, found before reading (or while, if the file grows)."""
 
         def once() -> bytes:
             spot = self._walk(path, allow_root=True)
@@ -208,11 +209,16 @@ class Tree:
             try:
                 st = os.fstat(fd)
                 _regular(st, path)
-                chunks = []
+                if max_bytes is not None and st.st_size > max_bytes:
+                    raise FileTooLarge(path, st.st_size, max_bytes)
+                chunks, total = [], 0
                 while True:
                     chunk = os.read(fd, 1 << 20)
                     if not chunk:
                         return b"".join(chunks)
+                    total += len(chunk)
+                    if max_bytes is not None and total > max_bytes:
+                        raise FileTooLarge(path, max(total, st.st_size), max_bytes)
                     chunks.append(chunk)
             finally:
                 os.close(fd)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import anyio
 
-from clawsdk.errors import ClawError, PathEscapeError
+from clawsdk.errors import ClawError, FileTooLarge, PathEscapeError
 from clawsdk.sandbox.base import Sandbox, SandboxConfig
 from clawsdk.tasks.model import File, Task
 
@@ -156,6 +156,14 @@ async def check_large_files(factory: Factory, config: SandboxConfig) -> None:
         r = await sb.exec("head -c 16777216 /dev/zero > zeros.bin", timeout=60)
         assert r.exit_code == 0, r.stderr
         assert await sb.read("zeros.bin") == bytes(16 * 1024 * 1024)
+        # what the tools and verifiers read: up to the cap, and past it an error naming the file
+        assert await sb.read_capped("zeros.bin", 16 * 1024 * 1024) == bytes(16 * 1024 * 1024)
+        try:
+            await sb.read_capped("big.bin", 1024 * 1024)
+        except FileTooLarge as e:
+            assert "big.bin" in str(e) and e.size == len(big), f"read_capped's error: {e}"
+        else:
+            raise AssertionError("read_capped read a 24 MiB file past a 1 MiB cap")
 
 
 @_check

@@ -13,7 +13,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from clawsdk import rematch
-from clawsdk.errors import PathEscapeError, VerifierError
+from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 if TYPE_CHECKING:
@@ -259,7 +259,7 @@ class ChecksVerifier(Verifier):
 
     async def _text(self, ctx: VerifyContext, path: str) -> str | None:
         try:
-            return (await ctx.sandbox.read(path)).decode("utf-8", "replace")
+            return (await ctx.sandbox.read_capped(path)).decode("utf-8", "replace")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -302,10 +302,14 @@ class ChecksVerifier(Verifier):
             out = (result.stdout + result.stderr).strip()[-500:]
             return float(ok), f"exit {result.exit_code}" + (f": {out}" if out else "")
 
-        if c.type == "file_absent":
+        try:
             text = await self._text(ctx, c.path)
+        except FileTooLarge as e:  # it is there; its content is more than a check reads
+            if c.type in ("file_exists", "file_absent"):
+                return float(c.type == "file_exists"), "exists"
+            return 0.0, str(e)
+        if c.type == "file_absent":
             return float(text is None), "absent" if text is None else "exists"
-        text = await self._text(ctx, c.path)
         if text is None:
             return 0.0, f"{c.path} does not exist"
         if c.type == "file_exists":

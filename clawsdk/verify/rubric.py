@@ -23,7 +23,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clawsdk._text import printable
-from clawsdk.errors import ClawError, VerifierError
+from clawsdk.errors import ClawError, FileTooLarge, VerifierError
 from clawsdk.tasks.model import VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
@@ -330,7 +330,9 @@ class RubricVerifier(Verifier):
                 left.append(path)
                 continue
             try:
-                data = await ctx.sandbox.read(path)
+                data = await ctx.sandbox.read_capped(path)
+            except FileTooLarge as e:
+                data = f"[not shown: {e}]".encode()
             except Exception:  # noqa: BLE001
                 if path in named:
                     shown.append((path, "[this file does not exist]"))

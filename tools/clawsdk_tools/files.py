@@ -14,6 +14,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
 from clawsdk.rematch import in_process
 from clawsdk.sandbox.paths import normalize_relative
@@ -60,7 +61,7 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
     @tool_errors
     async def read(path: str, offset: int = 1, limit: int = 2000) -> str:
         """Read a text file of the workspace. offset: first line (1-based); limit: number of lines."""
-        text = decode_text(await sandbox.read(path), path)
+        text = decode_text(await sandbox.read_capped(path), path)
         lines = text.splitlines(keepends=True)
         start = max(offset, 1) - 1
         chunk = "".join(lines[start : start + max(limit, 1)])
@@ -87,7 +88,7 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
         """Replace an exact occurrence of old_text in a file (it must be unique unless replace_all)."""
         if old_text == "":
             raise ToolError("old_text is empty; use write to create a file")
-        text = decode_text(await sandbox.read(path), path)
+        text = decode_text(await sandbox.read_capped(path), path)
         count = text.count(old_text)
         if count == 0:
             raise ToolError(f"old_text not found in {path}")
@@ -118,12 +119,15 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
                 writes[op.path] = ("\n".join(op.content) + "\n").encode("utf-8")
                 summary.append(f"A {op.path}")
             elif op.kind == "delete":
-                await sandbox.read(op.path)  # must exist (and be inside the workspace)
+                try:
+                    await sandbox.read_capped(op.path)  # must exist (and be inside the workspace)
+                except FileTooLarge:
+                    pass  # it exists
                 writes[op.path] = None
                 summary.append(f"D {op.path}")
             else:
                 current = writes.get(op.path)
-                text = decode_text(current if current is not None else await sandbox.read(op.path), op.path)
+                text = decode_text(current if current is not None else await sandbox.read_capped(op.path), op.path)
                 try:
                     new = apply_hunks(text, op.hunks, op.path) if op.hunks else text
                 except PatchError as e:
@@ -176,7 +180,7 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
         async def texts():
             if path not in ("", ".", "./"):
                 try:
-                    yield path, await sandbox.read(path)
+                    yield path, await sandbox.read_capped(path)
                     return
                 except IsADirectoryError:
                     pass
@@ -184,7 +188,7 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
                 if e.is_dir or e.size > MAX_GREP_FILE or (name_rx and not name_rx.match(e.path)):
                     continue
                 try:
-                    yield e.path, await sandbox.read(e.path)
+                    yield e.path, await sandbox.read_capped(e.path)
                 except (OSError, ValueError):  # a symlink out or a vanished file: skip it, keep searching
                     continue
 

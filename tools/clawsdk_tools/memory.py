@@ -92,7 +92,7 @@ def add_memory_tools(server: MCPServer, sandbox: Sandbox) -> None:
         docs: list[tuple[str, int, int, str, set[str]]] = []
         files = await memory_files()
         for path in files:
-            text = decode_text(await sandbox.read(path), path)
+            text = decode_text(await sandbox.read_capped(path), path)
             for a, b, body in chunks(text):
                 docs.append((path, a, b, body, set(_words(body))))
         n = len(docs) or 1
@@ -114,7 +114,7 @@ def add_memory_tools(server: MCPServer, sandbox: Sandbox) -> None:
         if not is_memory_path(path):
             raise ToolError(f"{path} is not a memory file; memory files are MEMORY.md and memory/*.md "
                             "(use read for other files)")
-        text = decode_text(await sandbox.read(path), path)
+        text = decode_text(await sandbox.read_capped(path), path)
         all_lines = text.splitlines()
         start = max(from_line, 1) - 1
         shown = all_lines[start : start + max(lines, 1)]
