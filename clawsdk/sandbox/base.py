@@ -82,7 +82,25 @@ SCORING_ENV = {"PYTHONNOUSERSITE": "1"}
 #: Sandbox.end_turn's script: every FIFO, socket and device under the workspace is removed, even in a
 #: folder the agent made read-only (whose mode is put back), and printed NUL-terminated.
 _END_TURN = r"""
-find . -mindepth 1 \( -type p -o -type s -o -type b -o -type c \) -print0 2>/dev/null |
+W=$(pwd -P)
+{
+find . -mindepth 1 \( -type p -o -type s -o -type b -o -type c \) -print0 2>/dev/null
+if command -v python3 >/dev/null 2>&1; then
+  python3 -I -c '
+import os, sys
+w = sys.argv[1]
+for d, dirs, files in os.walk("."):
+    for n in dirs + files:
+        p = os.path.join(d, n)
+        if os.path.islink(p) and not (r := os.path.realpath(p)) == w and not r.startswith(w + "/"):
+            sys.stdout.buffer.write(os.fsencode(p) + b"\0")
+' "$W" 2>/dev/null
+else
+  find . -mindepth 1 -type l -print0 2>/dev/null | while IFS= read -r -d '' f; do
+    r=$(realpath -m -- "$f" 2>/dev/null); case "$r" in "$W"|"$W"/*) ;; *) printf '%s\0' "$f";; esac
+  done
+fi
+} |
 while IFS= read -r -d '' f; do
   if ! rm -f -- "$f" 2>/dev/null; then
     d=$(dirname -- "$f"); m=$(stat -c %a -- "$d")
@@ -163,9 +181,12 @@ class Sandbox(abc.ABC):
         """The agent's turn is over: take out of the workspace what no verifier can read.
 
         A FIFO, socket or device where a verifier reads a deliverable blocks it or makes it fail, and
-        an agent that left one would turn its own failure into an unscored rollout. They are removed
-        (a symlink is not followed) and their paths returned, so the verifier scores the workspace
-        without them. A backend whose agent processes outlive a command stops them first. Commands
+        an agent that left one would turn its own failure into an unscored rollout. A symlink that
+        resolves out of the workspace (as the sandbox's kernel resolves it) could, once the hidden files
+        exist, hand a verifier's command the expected output as the agent's own: `out.txt ->
+        /clawsdk/hidden/expected.txt` passed `cmp out.txt "$CLAWSDK_HIDDEN/expected.txt"`. They are
+        removed (a symlink itself, never its target) and their paths returned, so the verifier scores
+        the workspace without them. A backend whose agent processes outlive a command stops them first. Commands
         from then on get SCORING_ENV, so startup files the agent planted in its HOME do not run.
         """
         self.turn_over = True

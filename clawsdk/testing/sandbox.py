@@ -348,8 +348,8 @@ async def check_hidden_files_invisible_until_injected(factory: Factory, config: 
 
 @_check
 async def check_end_turn_removes_what_no_verifier_can_read(factory: Factory, config: SandboxConfig) -> None:
-    """end_turn() removes the FIFOs and sockets an agent left (in a folder it made read-only too), keeps
-    everything else, and does not follow a symlink out of the workspace."""
+    """end_turn() removes the FIFOs and sockets an agent left (in a folder it made read-only too), and the
+    symlinks that resolve out of the workspace (never what they point at), and keeps everything else."""
     async with _Opened(factory, config) as o:
         sb = await o.start(_task(**{"keep.txt": "k"}))
         outside = await sb.exec("d=$(mktemp -d) && mkfifo $d/out.fifo && echo $d")
@@ -358,12 +358,18 @@ async def check_end_turn_removes_what_no_verifier_can_read(factory: Factory, con
             "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('s.sock')\" && "
             f"ln -s {outside.stdout.strip()} link && ln -s answer.txt dangling-after && echo made")
         assert r.stdout.strip() == "made", f"could not make the test's special files: {r.stderr}"
+        # out of the workspace once resolved: a link to where the hidden files will be, in a folder it made
+        # read-only, and one that looks inside by its text (`up/w/..` names the workspace) but is not
+        r = await sb.exec("mkdir up && ln -s /clawsdk/hidden/expected.txt ro/out.txt && ln -s \"$(pwd -P)\" up/w && "
+                          "ln -s up/w/../../etc/passwd sneaky && ln -s keep.txt inside && echo made")
+        assert r.stdout.strip() == "made", f"could not make the test's links: {r.stderr}"
         removed = await sb.end_turn()
-        assert removed == ["answer.txt", "ro/sub/p", "s.sock"], f"end_turn removed {removed}"
+        assert removed == ["answer.txt", "link", "ro/out.txt", "ro/sub/p", "s.sock", "sneaky"], \
+            f"end_turn removed {removed}"
         left = await sb.exec("find . -mindepth 1 | sort; stat -c %a ro/sub; "
                              f"test -p {outside.stdout.strip()}/out.fifo && echo outside-kept")
-        assert left.stdout.split() == ["./dangling-after", "./keep.txt", "./link", "./ro", "./ro/sub", "555",
-                                       "outside-kept"], f"after end_turn: {left.stdout}"
+        assert left.stdout.split() == ["./dangling-after", "./inside", "./keep.txt", "./ro", "./ro/sub", "./up",
+                                       "./up/w", "555", "outside-kept"], f"after end_turn: {left.stdout}"
         assert await sb.end_turn() == [], "a second end_turn found more"
 
 

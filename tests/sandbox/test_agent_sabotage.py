@@ -75,9 +75,16 @@ def test_junk_at_reward_is_moved_aside_and_the_rollout_is_scored(backend, junk, 
     }[junk]
     # one agent earns its score, one earns nothing: both are scored, the junk changes neither
     for calls, expected in (([answer(), plant], 1.0), ([answer("41"), plant], 0.0)):
-        o, detail = run_one(task, ScriptedAgent(calls), tmp_path / f"{junk}-{expected}.db", backend)
+        db = tmp_path / f"{junk}-{expected}.db"
+        o, detail = run_one(task, ScriptedAgent(calls), db, backend)
         assert o.kind.value == "ok" and o.reward == expected, (o, detail)
-        assert "reward was moved aside to reward.agent-" in detail, detail
+        if junk.startswith("symlink"):  # out of the workspace: end_turn has already removed it
+            with Store(db) as store:
+                ends = [e["payload"] for e in store.events(o.rollout_id) if e["kind"] == "note"
+                        and e["payload"].get("event") == "end_turn"]
+            assert "reward" in json.dumps(ends) and "moved aside" not in detail, (ends, detail)
+        else:
+            assert "reward was moved aside to reward.agent-" in detail, detail
     assert list(outside.iterdir()) == [], "the reward scripts were written through the agent's symlink"
 
 
@@ -296,3 +303,33 @@ def test_the_agents_code_a_verifier_runs_never_sees_the_hidden_files(backend, tm
             "SELECT name, score FROM verdict_scores WHERE rollout_id = ?", [o.rollout_id])}
     assert o.kind.value == "ok", (o, detail)
     assert scores == {"its output": 0.0, "its stdout is the check's stdin": 1.0, "a process it left": 0.0}, detail
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])  # local keeps the hidden files on the host anyway
+@pytest.mark.parametrize("link", ["/clawsdk/hidden/expected.txt", "w/../../../../../clawsdk/hidden/expected.txt"],
+                         ids=["direct", "inside-by-its-text"])
+def test_a_deliverable_that_links_to_the_hidden_answer_is_not_read_as_the_agents(tmp_path, backend, link):
+    """`out.txt -> /clawsdk/hidden/expected.txt` dangles during the agent's turn; once the hidden files
+    exist, a check that compares out.txt with them read the answer through it: 1.0 under bwrap and docker,
+    for a file the agent never wrote. end_turn removes links that resolve out of the workspace, as the
+    sandbox's kernel resolves them: `up/a/b/c/w` names the workspace, so the second, read as text from
+    there, stays inside; the kernel climbs from the workspace itself, to `/`."""
+    skip_unless_available(backend)
+    import clawsdk.tasks.model as model
+
+    task = model.Task.model_validate({
+        "id": "t-link-hidden", "instruction": "Write the answer to out.txt.",
+        "hidden": [{"path": "expected.txt", "text": "secret 42\n"}],
+        "verifier": {"type": "checks", "checks": [
+            {"type": "command", "name": "cmp", "run": 'cmp -s out.txt "$CLAWSDK_HIDDEN/expected.txt"'},
+            {"type": "command", "name": "python", "run": "python3 -I -c \"import os, sys; sys.exit(open('out.txt')"
+             ".read() != open(os.environ['CLAWSDK_HIDDEN'] + '/expected.txt').read())\""}]}})
+    make = f'mkdir -p up/a/b/c && ln -s "$(pwd -P)" up/a/b/c/w && ln -s up/a/b/c/{link.removeprefix("/")} out.txt' \
+        if not link.startswith("/") else f"ln -s {link} out.txt"
+    agent = ScriptedAgent([{"tool": "exec", "args": {"command": make}}])
+    [o] = run_sync([task], agent=agent, sandbox=backend, db=tmp_path / "r.db", retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.0), o
+    with Store(tmp_path / "r.db") as store:
+        note = next(e["payload"] for e in store.events(o.rollout_id) if e["kind"] == "note"
+                    and e["payload"].get("event") == "end_turn")
+    assert "out.txt" in json.dumps(note), note
