@@ -79,8 +79,9 @@ class SandboxConfig:
 #: verifier (an isolating sandbox has no network, so there it cannot install one).
 SCORING_ENV = {"PYTHONNOUSERSITE": "1"}
 
-#: Sandbox.end_turn's script: every FIFO, socket and device under the workspace is removed, even in a
-#: folder the agent made read-only (whose mode is put back), and printed NUL-terminated.
+#: Sandbox.end_turn's script: every FIFO, socket and device under the workspace, and every symlink that
+#: resolves out of it, is removed, even in a folder the agent made read-only (whose mode is put back), and
+#: printed NUL-terminated.
 _END_TURN = r"""
 W=$(pwd -P)
 {
@@ -186,8 +187,8 @@ class Sandbox(abc.ABC):
         exist, hand a verifier's command the expected output as the agent's own: `out.txt ->
         /clawsdk/hidden/expected.txt` passed `cmp out.txt "$CLAWSDK_HIDDEN/expected.txt"`. They are
         removed (a symlink itself, never its target) and their paths returned, so the verifier scores
-        the workspace without them. A backend whose agent processes outlive a command stops them first. Commands
-        from then on get SCORING_ENV, so startup files the agent planted in its HOME do not run.
+        the workspace without them. A backend whose agent processes outlive a command stops them first.
+        Commands from then on get SCORING_ENV, so startup files the agent planted in its HOME do not run.
         """
         self.turn_over = True
         r = await self.exec(["bash", "-c", _END_TURN], timeout=60)

@@ -358,8 +358,8 @@ async def check_end_turn_removes_what_no_verifier_can_read(factory: Factory, con
             "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('s.sock')\" && "
             f"ln -s {outside.stdout.strip()} link && ln -s answer.txt dangling-after && echo made")
         assert r.stdout.strip() == "made", f"could not make the test's special files: {r.stderr}"
-        # out of the workspace once resolved: a link to where the hidden files will be, in a folder it made
-        # read-only, and one that looks inside by its text (`up/w/..` names the workspace) but is not
+        # out of the workspace once resolved: a link to where the hidden files will be, and one that looks
+        # inside by its text (`up/w/../..` from `up/w`) but is not: `up/w` names the workspace itself
         r = await sb.exec("mkdir up && ln -s /clawsdk/hidden/expected.txt ro/out.txt && ln -s \"$(pwd -P)\" up/w && "
                           "ln -s up/w/../../etc/passwd sneaky && ln -s keep.txt inside && echo made")
         assert r.stdout.strip() == "made", f"could not make the test's links: {r.stderr}"
