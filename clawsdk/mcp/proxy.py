@@ -200,10 +200,13 @@ class ModelProxy:
         await recorder.record("model_request", request)
         started = time.perf_counter()
         stream = bool(body.get("stream"))
+        # ASCII JSON: a "\udcff" the agent's harness sent loads as a lone surrogate, which no UTF-8 encoder
+        # takes; httpx's own encoding raised, and the agent got a 500 for its own request
+        data = json.dumps(body).encode()
         try:
             async with httpx2.AsyncClient(timeout=self.timeout_s) as client:
                 if not stream:
-                    r = await client.post(f"{self.upstream}/chat/completions", json=body,
+                    r = await client.post(f"{self.upstream}/chat/completions", content=data,
                                           headers=self._upstream_headers())
                     status = r.status_code
                     try:
@@ -222,7 +225,7 @@ class ModelProxy:
                     self.n_upstream_errors += status >= 500
                     await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
                     return await _json(send, status, answer)
-                async with client.stream("POST", f"{self.upstream}/chat/completions", json=body,
+                async with client.stream("POST", f"{self.upstream}/chat/completions", content=data,
                                          headers=self._upstream_headers()) as r:
                     await send({"type": "http.response.start", "status": r.status_code,
                                 "headers": [(b"content-type", r.headers.get("content-type", "text/event-stream").encode()),

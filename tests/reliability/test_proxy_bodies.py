@@ -122,3 +122,14 @@ def test_streamed_chunks_of_the_wrong_shape_pass_through_and_are_folded_where_th
     response = recorder.transcript()[-1]["payload"]
     assert response["streamed"] and response["message"]["content"] == "fine"
     no_traceback(caplog)
+
+
+def test_a_lone_surrogate_escape_in_the_body_goes_upstream_as_it_came(caplog):
+    """JSON may escape a lone surrogate ("\\udcff"); loaded, no UTF-8 encoder takes it. The proxy re-encoded
+    the body with httpx's UTF-8 JSON and answered the agent's own request with a 500 and a traceback."""
+    upstream = Upstream()
+    raw = b'{"model": "m", "messages": [{"role": "user", "content": "ls: n\\udcffm.txt"}]}'
+    [r], recorder = exchange(upstream, [(raw, None)])
+    assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "hello", r.text
+    assert upstream.calls == 1
+    no_traceback(caplog)
