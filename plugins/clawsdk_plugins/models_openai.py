@@ -164,6 +164,7 @@ class OpenAIModel(Model):
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
                    **params: Any) -> ChatResponse:
         body = self.request_body(messages, tools, params)
+        data = json.dumps(body).encode()  # ASCII JSON: a lone surrogate anywhere in it goes as its escape
         timeout = float(params.get("timeout_s") or self.timeout_s)
         url = self.base_url + "/chat/completions"
         slots = model_slots(self.limit_name, self.concurrency)
@@ -173,7 +174,7 @@ class OpenAIModel(Model):
             try:
                 async with slots:
                     with anyio.fail_after(timeout):
-                        response = await self._http().post(url, json=body, headers=self.headers)
+                        response = await self._http().post(url, content=data, headers=self.headers)
                         raw_body = response.content
             except TimeoutError:
                 last = f"no answer within {timeout:g} s"

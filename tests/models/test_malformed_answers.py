@@ -143,3 +143,16 @@ def test_a_model_that_nests_brackets_thousands_deep_gets_a_malformed_call_back_n
         assert parsed.calls == [] and len(parsed.errors) == 1 and "nested too deep" in parsed.errors[0][1], parsed
         assert message_from_text(text)["content"]  # the block stays, for the agent to answer with an error
     assert arguments_of({"function": {"name": "read", "arguments": deep}}) == deep  # not an object: a tool error
+
+
+def test_a_message_with_a_lone_surrogate_is_sent_as_its_json_escape(stub_server):
+    """A name that is not UTF-8 reads back as a lone surrogate; httpx's UTF-8 JSON could not encode a
+    request that held one, so the model was never asked."""
+    stub_server.default = completion("fine")
+    model = OpenAIModel("stub", base_url=stub_server.base_url, backoff_s=0.01, retries=0)
+
+    async def go():
+        return await model.chat([{"role": "user", "content": "ls: n\udcffm.txt caf\u00e9"}], None)
+
+    assert anyio.run(go).message["content"] == "fine"
+    assert stub_server.requests[0]["messages"][0]["content"] == "ls: n\udcffm.txt caf\u00e9"
