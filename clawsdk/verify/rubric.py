@@ -310,8 +310,8 @@ class RubricVerifier(Verifier):
         self.spec = parse_spec(spec)
         self.rules = self.spec.all_rules()
 
-    async def _files(self, ctx: VerifyContext) -> list[tuple[str, str]]:
-        """(path, text) of the files to show: those the rules name, then the new or changed ones."""
+    async def _files(self, ctx: VerifyContext) -> list[str]:
+        """The evidence blocks of the files to show: those the rules name, then the new or changed ones."""
         initial = {f.path: f.data for f in ctx.task.workspace}
         try:
             entries = [e for e in await ctx.sandbox.list(".", recursive=True) if not e.is_dir]
@@ -335,7 +335,7 @@ class RubricVerifier(Verifier):
                 data = f"[not shown: {e}]".encode()
             except Exception:  # noqa: BLE001
                 if path in named:
-                    shown.append((path, "[this file does not exist]"))
+                    shown.append(_evidence(_file_label(path), "[this file does not exist]"))
                 continue
             if path not in named and initial.get(path) == data:
                 continue  # untouched input: the task already describes it
@@ -347,11 +347,13 @@ class RubricVerifier(Verifier):
                 if len(text) > cap:
                     text = text[:cap] + f"\n[... cut: {len(text) - cap} more characters]"
             # its markers count too: 20,000 empty files made a prompt of 940,000 characters
-            total += len(_evidence(_file_label(path), text)) + 2
-            shown.append((path, text))
+            block = _evidence(_file_label(path), text)
+            total += len(block) + 2
+            shown.append(block)
         if left:  # named, not listed one by one: an agent that made many files would make the prompt too long
             names = ", ".join(left[:20]) + (f" and {len(left) - 20} more" if len(left) > 20 else "")
-            shown.append(("(files not shown)", f"[the size cap for files was reached before {names}]"))
+            shown.append(_evidence(_file_label("(files not shown)"),
+                                   f"[the size cap for files was reached before {names}]"))
         return shown
 
     async def _transcript(self, ctx: VerifyContext, cap: int = 12_000) -> str:
@@ -375,7 +377,7 @@ class RubricVerifier(Verifier):
             parts.append(f"# What the task author expects\n\n{self.spec.context.strip()}")
         parts.append(f"# Rules to score\n\n{_rules_json(self.rules)}")
         files = await self._files(ctx)
-        listing = "\n\n".join(_evidence(_file_label(path), text) for path, text in files) or "(no output files)"
+        listing = "\n\n".join(files) or "(no output files)"
         parts.append(f"# Files in the workspace after the agent finished\n\n{listing}")
         if self.spec.include_transcript:
             transcript = await self._transcript(ctx)
