@@ -139,8 +139,8 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
         """SELECT o.id AS id,
                   SUM(COALESCE(json_extract(e.payload, '$.usage.prompt_tokens'), 0)) AS prompt_tokens,
                   SUM(COALESCE(json_extract(e.payload, '$.usage.completion_tokens'), 0)) AS completion_tokens
-           FROM rollouts o JOIN events e ON e.rollout_id = o.id AND e.attempt = o.attempt
-           WHERE o.run_id = ? AND e.kind = 'model_response' GROUP BY o.id""", [run_id])}
+           FROM rollouts o JOIN events e ON e.rollout_id = o.id
+           WHERE o.run_id = ? AND e.kind = 'model_response' GROUP BY o.id""", [run_id])}  # every attempt: spent
     subs: dict[str, list[tuple[str, float]]] = {}
     for s in store.query(
             """SELECT v.rollout_id, v.name, v.score FROM verdict_scores v
@@ -161,6 +161,10 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
     if manifest is not None:
         for t in manifest.tasks:
             tasks[t.hash] = TaskSamples(hash=t.hash, id=t.id, category=t.category, weight=t.weight)
+    else:  # every task the run was given, so one that never started counts as missing
+        for h in dict.fromkeys((config.get("tasks") or {}).values()):
+            for t in store.query("SELECT hash, id, category FROM tasks WHERE hash = ?", [h]):
+                tasks[h] = TaskSamples(hash=h, id=t["id"], category=t["category"])
     finished: list[dict] = []
     kinds: Counter = Counter()
     models: set[str] = set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import logging
 import os
 import secrets
@@ -31,7 +32,7 @@ from clawsdk.runtime.rollout import first_leaf
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle
-from clawsdk.store.store import Store, default_db_path
+from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task
 
@@ -138,7 +139,12 @@ async def run(
     agent_name = getattr(the_agent, "name", type(the_agent).__name__)
 
     refuse_duplicate_ids(tasks)
-    plan, attempts = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, result)
+    plan, attempts, before = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, agent_options or {},
+                                   result)
+    # what the run covers is every invocation's tasks at the most samples asked: a report counts a task
+    # that never started as missing, and a resume with more samples is reported with them
+    run_tasks = {**(before.get("tasks") or {}), **{t.id: t.hash for t in tasks}}  # task id -> hash
+    run_samples = max(samples, int(before.get("samples") or 0))
     by_category = {t.id: t.category for t in tasks}
     sandbox_slots = anyio.CapacityLimiter(concurrency)
     agent_by_name = agent if isinstance(agent, str) else None
@@ -149,11 +155,12 @@ async def run(
     try:
         async with StoreWriter(db_path) as writer, executor:
             await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
-                             samples=samples, config={"agent": agent_name, "agent_options": agent_options or {},
-                                                      "sandbox": sandbox, "samples": samples,
-                                                      "concurrency": concurrency, "retries": retries,
-                                                      # what progress counts against (`clawsdk watch`)
-                                                      "planned": len(tasks) * samples})
+                             samples=run_samples, config={
+                                 "agent": agent_name, "agent_options": agent_options or {}, "sandbox": sandbox,
+                                 "samples": run_samples, "concurrency": concurrency, "retries": retries,
+                                 "tasks": dict(sorted(run_tasks.items())),
+                                 # what progress counts against (`clawsdk watch`)
+                                 "planned": len(run_tasks) * run_samples})
             for task in {t.hash: t for t in tasks}.values():
                 await writer.put("upsert_task", task=task)
             for err in task_errors:
@@ -305,14 +312,25 @@ async def _cancel_on_signal(scope: anyio.CancelScope, result: RunResult) -> None
 
 
 def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent: str, sandbox: str,
-          result: RunResult) -> tuple[list[tuple[Task, int]], dict[str, int]]:
-    """What is left to do for this run id, and the last attempt number of each rollout."""
+          options: dict[str, Any], result: RunResult) -> tuple[list[tuple[Task, int]], dict[str, int], dict]:
+    """What is left to do for this run id, the last attempt number of each rollout, and the config the
+    run was started with ({} for a new run)."""
     with Store(db_path) as store:
         existing = store.run(run_id)
         if existing and (existing["agent"], existing["sandbox"]) != (agent, sandbox):
             raise RunConflict(
                 f"run {run_id} was started with agent {existing['agent']!r} on sandbox {existing['sandbox']!r}; "
                 f"resume it with the same, or choose a new --run-id"
+            )
+        before = json.loads(existing["config"] or "{}") if existing else {}
+        if existing and "agent_options" in before and before["agent_options"] != json.loads(dumps(options)):
+            # one run's numbers come from one configuration: a resume with another model or temperature
+            # would mix two agents in one score
+            then, now_ = before["agent_options"], json.loads(dumps(options))
+            differ = sorted(k for k in {*then, *now_} if then.get(k) != now_.get(k))
+            raise RunConflict(
+                f"run {run_id} was started with other agent options ({', '.join(differ)} differ); resume it "
+                f"with the same, or choose a new --run-id"
             )
         rows = store.query("SELECT id, task_id, task_hash, status, failure_kind, attempt FROM rollouts "
                            "WHERE run_id = ?", [run_id])
@@ -336,7 +354,8 @@ def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent
                 result.skipped += 1
             else:
                 plan.append((task, sample))
-    return plan, attempts
+    return plan, attempts, before
+
 
 
 def run_sync(tasks: Sequence[Task], **kwargs: Any) -> RunResult:

@@ -123,7 +123,9 @@ class Store:
         self.db.execute(
             """INSERT INTO runs (id, created_at, updated_at, status, agent, sandbox, samples, config)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-               ON CONFLICT(id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at""",
+               ON CONFLICT(id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at,
+                   samples = COALESCE(excluded.samples, samples),
+                   config = CASE WHEN excluded.config = '{}' THEN config ELSE excluded.config END""",
             [run_id, ts, ts, status, agent, sandbox, samples, dumps(config or {})],
         )
 

@@ -64,6 +64,15 @@ def test_sigkill_halfway_then_resume_finishes_without_duplicates(tmp_path):
     proc.wait()
     done_before = count_finished(db)
     assert done_before < total, "the run finished before it could be killed; make the workload larger"
+    # the report of the killed run counts every sample not finished, also of tasks that never started
+    from clawsdk.bench.report import build_report
+    from clawsdk.bench.results import load_run
+    from clawsdk.store.store import Store
+
+    with Store(db) as store:
+        report = build_report(load_run(store, "kill-me"), n_boot=10)
+    assert report["status"] == "partial" and report["overall"]["tasks"] == total // 3
+    assert report["missing_samples"] == total - done_before
 
     rerun = start_run(db, tmp_path / "ws")
     out, err = rerun.communicate(timeout=300)

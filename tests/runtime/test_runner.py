@@ -152,6 +152,18 @@ def test_resume_refuses_a_changed_task_or_agent(tmp_path, db):
         run_sync(tasks_in(folder), agent="scripted", db=db, run_id="c")
 
 
+def test_resume_refuses_other_agent_options(tmp_path, db):
+    """One run's score comes from one configuration: a resume at another temperature is refused."""
+    tasks = tasks_in(make_task(tmp_path))
+    calls = [{"tool": "ls", "args": {}}]
+    run_sync(tasks, agent="scripted", agent_options={"calls": calls}, db=db, run_id="o", samples=1)
+    with pytest.raises(RunConflict, match=r"other agent options \(stop_on_error differ\)"):
+        run_sync(tasks, agent="scripted", agent_options={"calls": calls, "stop_on_error": True}, db=db,
+                 run_id="o", samples=2)
+    again = run_sync(tasks, agent="scripted", agent_options={"calls": calls}, db=db, run_id="o", samples=2)
+    assert again.skipped == 1 and len(again.outcomes) == 1
+
+
 def test_unreadable_tasks_are_recorded_with_the_run(tmp_path, db):
     make_task(tmp_path, "good")
     bad = make_task(tmp_path, "bad")
