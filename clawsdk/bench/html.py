@@ -11,6 +11,7 @@ import base64
 import html
 import io
 import logging
+import math
 from typing import Any
 
 from clawsdk.bench.render import (
@@ -53,7 +54,11 @@ def _png(fig: Any) -> str:
 
 
 def _err(est: dict) -> tuple[float, float, float]:
-    v = est["value"] or 0.0
+    """(value, minus, plus) in percent; NaN where there is no value, which matplotlib leaves out:
+    a figure with no scored sample is not drawn as 0%."""
+    if est.get("value") is None:
+        return math.nan, math.nan, math.nan
+    v = est["value"]
     lo = est["low"] if est.get("low") is not None else v
     hi = est["high"] if est.get("high") is not None else v
     return 100 * v, 100 * (v - lo), 100 * (hi - v)
@@ -187,7 +192,7 @@ def page(r: dict, *, title: str | None = None) -> str:
     rows = [[c, f"{b['tasks_scored']}/{b['tasks']}", *[f(b) for _, f in cols]] for c, b in r["categories"].items()]
     o = r["overall"]
     rows.append(["all", f"{o['tasks_scored']}/{o['tasks']}", *[f(o) for _, f in cols]])
-    parts.append("<h2>Scores</h2><p>Percent; 95% bootstrap confidence intervals over tasks in brackets. "
+    parts.append("<h2>Scores</h2><p>Percent; 95% confidence intervals over tasks in brackets. "
                  "Unscored rollouts (infrastructure failures) are excluded, never counted as zeros.</p>")
     parts.append(_table(["category", "tasks", *[n for n, _ in cols]], rows, total_last=True))
     if r["subscores"]:

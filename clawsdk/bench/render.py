@@ -38,8 +38,9 @@ def status_line(r: dict) -> str:
                 f"(set CLAWSDK_JUDGE): their automated part is in the sub-scores")
     if r.get("run_status") == "interrupted":
         why += "; the run was interrupted"
+    command = "clawsdk bench run BENCHMARK" if r["pins"]["benchmark"] else "clawsdk run TASKS"
     return (f"PARTIAL: {r['missing_samples']} sample(s) missing ({why}); scores cover only what was scored. "
-            f"Resume with `clawsdk bench run ... --run-id {r['pins']['run_id']}`")
+            f"Resume with `{command} --run-id {r['pins']['run_id']}` and the same options")
 
 
 def pins_rows(r: dict) -> list[tuple[str, str]]:
@@ -55,7 +56,8 @@ def pins_rows(r: dict) -> list[tuple[str, str]]:
         ("seeds", ", ".join(f"{k}={v}" for k, v in p["seeds"].items()) or "-"),
         ("samples/task", str(p["samples_per_task"])),
         ("config hash", p["config_hash"][:16]),
-        ("bootstrap", f"{b['resamples']} resamples over tasks, seed {b['seed']}, {int(100 * b['confidence'])}% CI"),
+        ("CIs", f"{int(100 * b['confidence'])}% over tasks: Wilson where each task is 0 or 1, else bootstrap "
+                f"({b['resamples']} resamples, seed {b['seed']})"),
         ("clawsdk", p["clawsdk_version"]),
     ]
 
@@ -97,9 +99,18 @@ def _metric_columns(r: dict, compact: bool = False) -> list[tuple[str, Any]]:
     for k in r["ks"]:
         if k == 1:
             continue
-        cols.append((f"pass@{k}", lambda b, k=k: rest(b["pass@k"][str(k)])))
-        cols.append((f"pass^{k}", lambda b, k=k: rest(b["pass^k"][str(k)])))
+        cols.append((f"pass@{k}", lambda b, k=k: _of(b, k, rest(b["pass@k"][str(k)]))))
+        cols.append((f"pass^{k}", lambda b, k=k: _of(b, k, rest(b["pass^k"][str(k)]))))
     return cols
+
+
+def _of(block: dict, k: int, cell: str) -> str:
+    """A pass@k or pass^k cell, with how many tasks it covers when some have fewer than k scored samples:
+    those are left out, and they are often the hard ones."""
+    est = block["pass@k"][str(k)]
+    if not est.get("short") or cell == "-":
+        return cell
+    return f"{cell} ({est['n']} of {block['tasks_scored']} tasks)"
 
 
 def category_note(r: dict) -> str | None:
@@ -192,7 +203,8 @@ def terminal(r: dict, console: Console | None = None) -> None:
 
 
 _COST_ROWS = (("model_calls", "turns (model calls)"), ("tool_calls", "tool calls"),
-              ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens"),
+              ("prompt_tokens", "prompt tokens (all attempts)"),
+              ("completion_tokens", "completion tokens (all attempts)"),
               ("duration_s", "time (s)"))
 
 
@@ -211,7 +223,7 @@ def markdown(r: dict, *, title: str | None = None) -> str:
     out.append(_md_table(["", ""], [[k, f"`{v}`" if k in ("config hash", "run") else v] for k, v in pins_rows(r)],
                          ["l", "l"]))
     out += ["", f"**{status_line(r)}**", "", "## Scores", "",
-            "Percent; 95% bootstrap confidence intervals over tasks in brackets. Unscored rollouts "
+            "Percent; 95% confidence intervals over tasks in brackets. Unscored rollouts "
             "(infrastructure failures) are excluded, never counted as zeros.", ""]
     cols = _metric_columns(r)
     rows = [[cat, f"{b['tasks_scored']}/{b['tasks']}", *[f(b) for _, f in cols]] for cat, b in r["categories"].items()]

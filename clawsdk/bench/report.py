@@ -1,7 +1,8 @@
 """A benchmark report of one run: the numbers, as a plain dict that every renderer reads.
 
 Per-task values first (each task's pass rate, mean score, pass@k and pass^k from its own
-scored samples), then weighted means over tasks with bootstrap CIs over tasks. A task with
+scored samples), then weighted means over tasks with CIs over tasks (Wilson where every task's
+value is 0 or 1, else a bootstrap: `estimators.mean_ci`). A task with
 fewer scored samples than k has no pass@k and is counted, not guessed.
 """
 
@@ -11,7 +12,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
-from clawsdk.bench.estimators import DEFAULT_BOOTSTRAP, DEFAULT_SEED, bootstrap_mean, pass_at_k, pass_hat_k
+from clawsdk.bench.estimators import DEFAULT_BOOTSTRAP, DEFAULT_SEED, mean_ci, pass_at_k, pass_hat_k
 from clawsdk.bench.results import RunData, TaskSamples
 from clawsdk.errors import FailureKind
 
@@ -33,7 +34,7 @@ def _block(tasks: list[TaskSamples], ks: list[int], *, n_boot: int, seed: int, c
     scored = [t for t in tasks if t.n]
 
     def est(values: list[float], weights: list[float]) -> dict:
-        return bootstrap_mean(values, weights, n_boot=n_boot, confidence=confidence, seed=seed).as_dict()
+        return mean_ci(values, weights, n_boot=n_boot, confidence=confidence, seed=seed).as_dict()
 
     out: dict[str, Any] = {
         "tasks": len(tasks),
@@ -103,7 +104,7 @@ def build_report(data: RunData, *, ks: list[int] | None = None, n_boot: int = DE
         "subscores": {
             # spread: how much the sub-score differs between tasks (population sd), so a report
             # can lead with the ones that tell tasks apart, not those at 0% or 100% everywhere
-            name: {**bootstrap_mean([v for v, _ in vals], [w for _, w in vals], **opts).as_dict(),
+            name: {**mean_ci([v for v, _ in vals], [w for _, w in vals], **opts).as_dict(),
                    "spread": statistics.pstdev([v for v, _ in vals])}
             for name, vals in sorted(subscores.items())
         },

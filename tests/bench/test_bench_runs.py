@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 import shutil
 import struct
@@ -90,6 +91,16 @@ def test_unscored_infrastructure_failures_are_excluded_and_the_run_stays_partial
         assert store.query("SELECT status FROM bench_runs WHERE run_id = 'b1'")[0]["status"] == "complete"
 
 
+def test_a_plain_run_resumed_with_more_samples_is_reported_with_them(db):
+    tasks = _examples(FAST_EXAMPLES[:2])
+    anyio.run(lambda: run(tasks, agent="oracle", samples=1, db=db, run_id="grow"))
+    anyio.run(lambda: run(tasks, agent="oracle", samples=3, db=db, run_id="grow"))
+    with Store(db) as store:
+        r = build_report(load_run(store, "grow"), n_boot=50)
+    assert r["k"] == 3 and r["ks"] == [1, 2, 3] and r["status"] == "complete"
+    assert r["overall"]["samples_scored"] == 6 and r["overall"]["pass@k"]["3"]["n"] == 2
+
+
 def _manifest(tasks, db):
     from clawsdk.bench.manifest import BenchTask, Manifest
 
@@ -168,6 +179,42 @@ def test_report_of_a_real_run_in_markdown_json_and_html_with_plots(db, tmp_path)
         assert w > 200 and h > 100
     assert "coin" in html and r["pins"]["config_hash"][:16] in html
     (tmp_path / "report.html").write_text(html)
+
+
+class HalfDownAgent(Agent):
+    """The model backend is down for every sample of `dead` and for the first sample of `once`."""
+
+    name = "half-down"
+
+    def __init__(self, dead: str, once: str):
+        self.dead, self.once, self.seen = dead, once, set()
+
+    async def run(self, ctx: AgentContext) -> None:
+        if ctx.task.id == self.dead or (ctx.task.id == self.once and self.once not in self.seen):
+            self.seen.add(ctx.task.id)
+            raise ModelError("model server unreachable (test)")
+        await OracleAgent().run(ctx)
+
+
+def test_a_figure_over_fewer_tasks_says_so_and_a_missing_one_is_not_drawn_as_zero(db):
+    pytest.importorskip("matplotlib", reason="the HTML plots need matplotlib (pip install matplotlib)")
+    from clawsdk.bench.html import _err
+    from clawsdk.bench.render import markdown
+
+    # review-rating-summary is alone in its category: with nothing scored, that category has no value
+    dead, once, fine = _examples(("review-rating-summary", "eml-contacts", "mailing-list-dedupe"))
+    agent = HalfDownAgent(dead.id, once.id)
+    anyio.run(lambda: run([dead, once, fine], agent=agent, samples=2, db=db, run_id="half", concurrency=1,
+                          retries=0))
+    with Store(db) as store:
+        r = build_report(load_run(store, "half"))
+    assert r["overall"]["tasks_scored"] == 2 and r["overall"]["pass@k"]["2"]["n"] == 1
+    overall = next(line for line in markdown(r).splitlines() if line.startswith("| **all**"))
+    assert "(1 of 2 tasks)" in overall  # pass@2 covers the one task with 2 scored samples
+    empty = r["categories"][dead.category]["pass@1"]
+    assert empty["value"] is None and all(math.isnan(x) for x in _err(empty))
+    assert "(1 of" not in next(line for line in markdown(r).splitlines() if line.startswith(f"| {dead.category}"))
+    page(r)  # the plots leave the missing figure out, and still render
 
 
 def test_compare_pairs_tasks_and_finds_the_flips(db):
