@@ -34,13 +34,12 @@ import argparse
 import hashlib
 import json
 import logging
-import math
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from clawsdk.bench.estimators import bootstrap_mean, paired_test
+from clawsdk.bench.estimators import bootstrap_mean, mean_ci, paired_test
 from clawsdk.data import lineage
 from clawsdk.data.export import export_rl, export_sft
 from clawsdk.data.select import Selection, select
@@ -58,16 +57,6 @@ CONDITIONS = ("base", "few-shot", "format", "lookup", "sft", "grpo")
 # "train" (opt-in) is not held out: recall, the ceiling the held-out splits are read against
 EVAL_SPLITS = ("train", *SPLITS)
 COMPARE = (("base", "sft"), ("few-shot", "sft"), ("format", "sft"), ("lookup", "sft"), ("sft", "grpo"))
-
-
-def wilson(passed: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 0.0)
-    p = passed / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def key(*parts) -> str:
@@ -184,8 +173,11 @@ class Experiment:
             run_sync(tasks, agent="tool-loop", agent_options=opts, run_id=run_id, db=self.db,
                      concurrency=a.concurrency, retries=1)
         with Store(self.db) as store:
-            rows = store.query("SELECT task_id, passed, scored, reward FROM rollouts WHERE run_id = ?", [run_id])
-        return {r["task_id"]: (bool(r["passed"] == 1 and r["scored"] == 1), float(r["reward"] or 0.0)) for r in rows}
+            rows = store.query("SELECT task_id, passed, reward FROM rollouts WHERE run_id = ? AND scored = 1",
+                               [run_id])
+        # an infrastructure failure (model server, sandbox, verifier: unscored) is left out, not counted as
+        # the model's failure; what the model did (an error, a timeout, out of turns) is scored
+        return {r["task_id"]: (r["passed"] == 1, float(r["reward"])) for r in rows}
 
     def oracle_dataset(self, tasks: list, name: str) -> str:
         run_id = f"learn-oracle-{key([t.hash for t in tasks])}"
@@ -248,31 +240,45 @@ def report(results: dict, held: dict, conditions: list[str], ends: dict) -> dict
     for split, tasks in held.items():
         for cond in conditions:
             r = results[cond][split]
-            passed = [float(r.get(t.id, (False, 0.0))[0]) for t in tasks]
-            scores = [r.get(t.id, (False, 0.0))[1] for t in tasks]
-            lo, hi = wilson(int(sum(passed)), len(tasks))
-            s = bootstrap_mean(scores)
-            table.setdefault(split, {})[cond] = {"passed": int(sum(passed)), "n": len(tasks), "pass_ci": [lo, hi],
+            ids = [t.id for t in tasks if t.id in r]  # scored: an infrastructure failure is left out
+            passed = [float(r[i][0]) for i in ids]
+            scores = [r[i][1] for i in ids]
+            p, s = mean_ci(passed), bootstrap_mean(scores)
+            table.setdefault(split, {})[cond] = {"passed": int(sum(passed)), "n": len(ids),
+                                                 "unscored": len(tasks) - len(ids), "pass_ci": [p.low, p.high],
                                                  "score": s.value, "score_ci": [s.low, s.high],
-                                                 "per_task": passed, "scores": scores}
-            print(f"| {split} | {cond} | {int(sum(passed))}/{len(tasks)} {sum(passed) / len(tasks):.1%} "
-                  f"[{lo:.1%}, {hi:.1%}] | {s.value:.3f} [{s.low:.3f}, {s.high:.3f}] |")
+                                                 "per_task": dict(zip(ids, passed)), "scores": dict(zip(ids, scores))}
+            unscored = f" ({len(tasks) - len(ids)} unscored)" if len(ids) < len(tasks) else ""
+            print(f"| {split} | {cond} | {int(sum(passed))}/{len(ids)}{unscored} {_pct(p.value)} "
+                  f"[{_pct(p.low)}, {_pct(p.high)}] | {_num(s.value)} [{_num(s.low)}, {_num(s.high)}] |")
     print("\nhow the rollouts ended, and what the model turns did (\"at the cap\": cut at --max-tokens):")
     for (split, cond), e in ends.items():
         print(f"  {split:<17} {cond:<9} {', '.join(f'{k} {v}' for k, v in e['ended'].items())}; "
               f"{e['tool_calls']} tool calls; {e['model_turns']} model turns, {e['turns_at_token_cap']} at the cap; "
               f"{e['malformed_calls']} malformed calls")
-    print("\npaired differences in pass rate (B - A, paired bootstrap 95% CI, permutation p):")
+    print("\npaired differences in pass rate (B - A on the tasks both scored, Newcombe 95% CI, permutation p):")
     diffs: dict = {}
     for split in held:
         for a, b in COMPARE:
             if a not in conditions or b not in conditions:
                 continue
-            t = paired_test(table[split][a]["per_task"], table[split][b]["per_task"])
+            pa, pb = table[split][a]["per_task"], table[split][b]["per_task"]
+            both = [i for i in pa if i in pb]
+            if not both:
+                continue
+            t = paired_test([pa[i] for i in both], [pb[i] for i in both])
             diffs[f"{split}: {b} - {a}"] = t.as_dict()
             print(f"  {split:<17} {b} - {a:<9} {t.diff:+.1%} [{t.low:+.1%}, {t.high:+.1%}] wins {t.wins} "
-                  f"losses {t.losses} p {t.p_permutation:.3g}")
+                  f"losses {t.losses} p {t.p_permutation:.3g} ({t.n} tasks)")
     return {"table": table, "paired": diffs, "endings": {f"{s}: {c}": e for (s, c), e in ends.items()}}
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
 
 
 def tiny_base(out: Path) -> str:
@@ -402,8 +408,9 @@ def main() -> int:
             run_id = f"learn-{cond}-{split}-{key(hashes, weights, prompt, settings)}"
             results[cond][split] = exp.timed(f"eval {cond}", exp.evaluate, tasks, model, run_id, prompt)
             ends[split, cond] = endings(exp.db, run_id)
-            n = sum(v[0] for v in results[cond][split].values())
-            print(f"  {split} {cond}: {n}/{len(tasks)} passed")
+            r = results[cond][split]
+            unscored = f" ({len(tasks) - len(r)} unscored, left out)" if len(r) < len(tasks) else ""
+            print(f"  {split} {cond}: {sum(v[0] for v in r.values())}/{len(r)} passed{unscored}")
 
     summary = report(results, held, conditions, ends)
     total = time.perf_counter() - started
