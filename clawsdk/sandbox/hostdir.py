@@ -155,6 +155,14 @@ class HostDirSandbox(Sandbox):
     async def move_aside(self, path: str) -> str | None:
         return self.files().move_aside(path)
 
+    async def end_turn(self) -> list[str]:
+        """Sandbox.end_turn, done from the host through descriptors (`Tree.scrub`): the in-sandbox scan ran
+        as the agent's uid, so a folder the agent made unlistable hid what was in it, and a deep folder
+        chain or thousands of slow links ran it out of time, leaving a link to the hidden files in place."""
+        self.turn_over = True
+        assert self.root is not None
+        return await anyio.to_thread.run_sync(self.files().scrub, str(self.root / "scrubbed"))
+
     def cwd_of(self, cwd: str | None) -> str:
         """A command's folder, resolved inside the workspace ('' for its root)."""
         return self.files().resolve_dir(cwd) if cwd else ""

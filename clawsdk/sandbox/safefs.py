@@ -29,10 +29,12 @@ Policy, chosen so agents keep the symlinks they legitimately make:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
 import stat
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +171,113 @@ class Tree:
         finally:
             for fd, _ in stack:
                 os.close(fd)
+
+    def scrub(self, aside: str, budget_s: float = 30.0) -> list[str]:
+        """The end of an agent's turn, from the host, with nothing of the agent's still running: what a
+        verifier could not read, or could be misled by, is taken out of the tree. Returns the paths removed.
+
+        - Every folder gets its owner's read and search (r-x) and every regular file its owner's read, so
+          the verifier (the agent's uid) can read what the agent left (a read-only mode stays read-only): `chmod 111 .` hid a link from the old in-sandbox scan,
+          and `chmod 000 .` made every verifier command fail before it ran.
+        - Every FIFO, socket and device is removed: a verifier reading one blocks or fails.
+        - Every symlink that does not resolve inside the tree by `_walk`'s rules (the aliases, at most
+          MAX_HOPS links, no `..` above the root) is removed, the link itself.
+        - The walk is iterative (any depth). Past `budget_s`, every symlink not yet judged is removed and
+          every folder not yet walked is moved to `aside` (a folder outside the tree, on its filesystem).
+        """
+        deadline = time.monotonic() + budget_s
+        removed: list[str] = []
+        folders: deque[str] = deque([""])
+        while folders:
+            if folders[0] and time.monotonic() > deadline:  # the root itself is always walked
+                self._move_out(list(folders), aside, removed)
+                break
+            rel = folders.popleft()
+            fd = self._open_folder(rel)
+            if fd is None:
+                continue
+            try:
+                with os.scandir(fd) as it:
+                    entries = [(e.name, e.stat(follow_symlinks=False)) for e in it]
+            except OSError:
+                os.close(fd)
+                continue
+            try:
+                for name, st in entries:
+                    path = f"{rel}/{name}" if rel else name
+                    mode = st.st_mode
+                    if stat.S_ISDIR(mode):
+                        if mode & 0o500 != 0o500:
+                            _chmod(fd, name, stat.S_IMODE(mode) | 0o500, O_DIR)
+                        folders.append(path)
+                    elif stat.S_ISREG(mode):
+                        if not mode & 0o400:
+                            _chmod(fd, name, stat.S_IMODE(mode) | 0o400, O_READ)
+                    elif stat.S_ISLNK(mode):
+                        if time.monotonic() > deadline or not self._inside(path):
+                            _unlink(fd, name, path, removed)
+                    else:  # fifo, socket, device
+                        _unlink(fd, name, path, removed)
+            finally:
+                os.close(fd)
+        return sorted(removed)
+
+    def _move_out(self, folders: list[str], aside: str, removed: list[str]) -> None:
+        os.makedirs(aside, mode=0o700, exist_ok=True)
+        to = os.open(aside, O_DIR)
+        try:
+            for i, rel in enumerate(folders):
+                parent, _, name = rel.rpartition("/")
+                fd = self._open_folder(parent)
+                if fd is None:
+                    continue
+                try:
+                    os.rename(name, str(i), src_dir_fd=fd, dst_dir_fd=to)
+                    removed.append(f"{rel}/ (not walked in time)")
+                except OSError:
+                    pass
+                finally:
+                    os.close(fd)
+        finally:
+            os.close(to)
+
+    def _open_folder(self, rel: str) -> int | None:
+        """A descriptor of the folder `rel` (walked without following any link, its mode made readable
+        first where needed), or None if it is gone or is not a folder any more."""
+        try:
+            fd = os.open(self.root, O_DIR)
+        except OSError:
+            return None
+        for name in rel.split("/") if rel else []:
+            try:
+                try:
+                    sub = os.open(name, O_DIR, dir_fd=fd)
+                except PermissionError:  # not root: the owner gives itself the rights first
+                    os.chmod(name, 0o500 | stat.S_IMODE(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode),
+                             dir_fd=fd)
+                    sub = os.open(name, O_DIR, dir_fd=fd)
+            except OSError:
+                os.close(fd)
+                return None
+            os.close(fd)
+            fd = sub
+        if rel == "":
+            st = os.fstat(fd)
+            if st.st_mode & 0o500 != 0o500:
+                with contextlib.suppress(OSError):
+                    os.fchmod(fd, stat.S_IMODE(st.st_mode) | 0o500)
+        return fd
+
+    def _inside(self, path: str) -> bool:
+        """Whether the symlink `path` resolves inside the tree (a dangling one to a path inside does)."""
+        try:
+            spot = self._walk(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        except (PathEscapeError, OSError):  # out, above the root, or too many links
+            return False
+        os.close(spot.fd)
+        return True
 
     def _mkdir(self, parent: int, name: str) -> int | None:
         try:
@@ -329,6 +438,32 @@ class Tree:
             return f"{parent}/{new}" if parent else new
         finally:
             os.close(spot.fd)
+
+
+def _chmod(dir_fd: int, name: str, mode: int, flags: int) -> None:
+    """Set the mode of `name` (a folder or a regular file, never through a symlink) in `dir_fd`."""
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:  # not root and no right to open it: by name (nothing of the agent's runs now)
+        with contextlib.suppress(OSError):
+            os.chmod(name, mode, dir_fd=dir_fd)
+        return
+    try:
+        os.fchmod(fd, mode)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unlink(dir_fd: int, name: str, path: str, removed: list[str]) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return
+    except OSError:
+        return  # left: the verifier meets it, as it would have before
+    removed.append(path)
 
 
 def _readlink(dir_fd: int, name: str) -> str | None:

@@ -333,3 +333,50 @@ def test_a_deliverable_that_links_to_the_hidden_answer_is_not_read_as_the_agents
         note = next(e["payload"] for e in store.events(o.rollout_id) if e["kind"] == "note"
                     and e["payload"].get("event") == "end_turn")
     assert "out.txt" in json.dumps(note), note
+
+
+DEEP_CHAIN = "python3 -c \"import os\nfor _ in range(1100):\n    os.mkdir('a'); os.chdir('a')\""
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+@pytest.mark.parametrize("hide", ["chmod 111 .", "mkdir -p deep && cd deep && " + DEEP_CHAIN],
+                         ids=["unlistable-workspace", "deep-chain"])
+def test_a_link_to_the_hidden_answer_cannot_hide_from_end_turn(tmp_path, backend, hide):
+    """end_turn's scan ran in the sandbox as the agent's uid: `chmod 111 .` left it nothing to list, and a
+    chain of 1,100 folders crashed its os.walk (RecursionError) before it reached the link. Both left
+    `out/answer.txt -> /clawsdk/hidden/expected.txt` in place: 1.0 for a file never written. end_turn now walks
+    the workspace from the host, through descriptors, at any depth."""
+    skip_unless_available(backend)
+    import clawsdk.tasks.model as model
+
+    task = model.Task.model_validate({
+        "id": "t-hide-link", "instruction": "Write the answer to out.txt.",
+        "hidden": [{"path": "expected.txt", "text": "secret 42\n"}],
+        "verifier": {"type": "checks", "checks": [
+            {"type": "command", "name": "cmp", "run": 'cmp -s out/answer.txt "$CLAWSDK_HIDDEN/expected.txt"'}]}})
+    # the folder made last is listed first (tmpfs): the chain is walked before out/
+    make = f"mkdir out && ln -s /clawsdk/hidden/expected.txt out/answer.txt && {hide} && echo hidden"
+    agent = ScriptedAgent([{"tool": "exec", "args": {"command": make}}])
+    [o] = run_sync([task], agent=agent, sandbox=backend, db=tmp_path / "r.db", retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.0), o
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_a_workspace_the_agent_locked_is_scored_on_what_it_holds(tmp_path, backend):
+    """`chmod 000 .` made every verifier command fail in bwrap before it ran (exit 1), which passed a
+    check that expects exit 1 ("no TODO left") for an agent that did nothing; a FIFO in a folder the
+    agent made unlistable (`chmod 111`) ended verifier_error. end_turn gives the owner r-x on every
+    folder and r on every file, and removes the FIFO: both score 0."""
+    skip_unless_available(backend)
+    import clawsdk.tasks.model as model
+
+    task = model.Task.model_validate({
+        "id": "t-locked", "instruction": "Remove the TODO from app.py and write done to done.txt.",
+        "workspace": [{"path": "app.py", "text": "x = 1  # TODO\n"}],
+        "verifier": {"type": "checks", "checks": [
+            {"type": "command", "name": "no-todo", "run": "grep -q TODO app.py", "expect_exit": 1},
+            {"type": "text_contains", "path": "done.txt", "text": "done"}]}})
+    for lock in ("chmod 000 .", "mkfifo done.txt && chmod 111 ."):
+        agent = ScriptedAgent([{"tool": "exec", "args": {"command": lock}}])
+        [o] = run_sync([task], agent=agent, sandbox=backend, db=tmp_path / f"{len(lock)}.db", retries=0).outcomes
+        assert (o.kind.value, o.reward) == ("ok", 0.0), (lock, o)

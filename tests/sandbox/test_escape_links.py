@@ -178,3 +178,22 @@ def test_errors_keep_the_contract(tmp_path):
         tree.read("../x")
     assert tree.move_aside("file").startswith("file.agent-")
     assert tree.move_aside("file") is None
+
+
+def test_scrub_out_of_time_removes_every_link_and_moves_unwalked_folders_out(tmp_path):
+    """Thousands of slow links ran the in-sandbox scan past its 60 s and the links it had not reached
+    stayed. Past its budget, the host's scrub removes every link it has not judged and moves every
+    folder it has not walked out of the workspace."""
+    from clawsdk.sandbox.safefs import Tree
+
+    w = tmp_path / "w"
+    (w / "sub" / "deeper").mkdir(parents=True)
+    (w / "keep.txt").write_text("k")
+    (w / "sub" / "deeper" / "f.txt").write_text("f")
+    os.symlink("keep.txt", w / "inside")
+    os.symlink("/etc/passwd", w / "sub" / "out")
+    removed = Tree(w, aliases=(str(w),)).scrub(str(tmp_path / "aside"), budget_s=0)
+    assert removed == ["inside", "sub/ (not walked in time)"]
+    assert sorted(p.name for p in w.iterdir()) == ["keep.txt"]
+    assert (tmp_path / "aside" / "0" / "deeper" / "f.txt").read_text() == "f"
+    assert Tree(w, aliases=(str(w),)).scrub(str(tmp_path / "aside")) == []
