@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import anyio
 
 from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import MAX_READ_BYTES, SCORING_ENV, Entry, ExecResult, Sandbox, SandboxConfig
-from clawsdk.sandbox import hostroot
+from clawsdk.sandbox import hostroot, safefs
 from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
 
@@ -161,7 +162,58 @@ class HostDirSandbox(Sandbox):
         chain or thousands of slow links ran it out of time, leaving a link to the hidden files in place."""
         self.turn_over = True
         assert self.root is not None
-        return await anyio.to_thread.run_sync(self.files().scrub, str(self.root / "scrubbed"))
+        removed = await anyio.to_thread.run_sync(self.files().scrub, str(self.root / "scrubbed"))
+        return removed + await anyio.to_thread.run_sync(self._clear_home)
+
+    def visible_home(self) -> str:
+        assert self.home is not None
+        return str(self.home)
+
+    def _clear_home(self) -> list[str]:
+        """Move the agent's dot files out of HOME, where the verifier's commands read their startup files:
+        a planted ~/.sqliterc (a TEMP VIEW named like the table a check counts) or ~/.jq (`def length: 3;`)
+        passed checks for an agent that wrote nothing. Other files stay, and so do the folders that lead to
+        a workspace mounted inside HOME (OpenClaw's ~/.openclaw/workspace), of which only the workspace
+        itself is kept. Returns what moved, as `~/NAME`."""
+        if self.home is None or self.root is None:
+            return []
+        home, ws = PurePosixPath(self.visible_home()), PurePosixPath(self.visible_workspace())
+        chain = ws.relative_to(home).parts if ws != home and ws.is_relative_to(home) else ()
+        aside = self.root / "home.agent"
+        moved: list[str] = []
+        try:
+            fd = os.open(self.home, safefs.O_DIR)
+        except OSError:
+            return []
+        level, rel, to = 0, "", None
+        try:
+            while True:
+                keep = chain[level] if level < len(chain) else None
+                with os.scandir(fd) as it:
+                    names = sorted(e.name for e in it)
+                for name in names:
+                    if name == keep or (level == 0 and not name.startswith(".")):
+                        continue
+                    if to is None:
+                        aside.mkdir(mode=0o700, exist_ok=True)
+                        to = os.open(aside, safefs.O_DIR)
+                    try:
+                        os.rename(name, secrets.token_hex(8), src_dir_fd=fd, dst_dir_fd=to)
+                    except OSError:
+                        continue
+                    moved.append(f"~/{rel}{name}")
+                if keep is None or level == len(chain) - 1 or keep not in names:
+                    return moved
+                try:
+                    sub = os.open(keep, safefs.O_DIR, dir_fd=fd)
+                except OSError:
+                    return moved
+                os.close(fd)
+                fd, level, rel = sub, level + 1, f"{rel}{keep}/"
+        finally:
+            os.close(fd)
+            if to is not None:
+                os.close(to)
 
     def cwd_of(self, cwd: str | None) -> str:
         """A command's folder, resolved inside the workspace ('' for its root)."""

@@ -147,6 +147,9 @@ class IsolatedHostDirSandbox(HostDirSandbox):
     def visible_workspace(self) -> str:
         return self.opts.workspace_path
 
+    def visible_home(self) -> str:
+        return self.opts.home
+
     def visible_hidden(self) -> str:
         return self.opts.hidden_path
 

@@ -380,3 +380,31 @@ def test_a_workspace_the_agent_locked_is_scored_on_what_it_holds(tmp_path, backe
         agent = ScriptedAgent([{"tool": "exec", "args": {"command": lock}}])
         [o] = run_sync([task], agent=agent, sandbox=backend, db=tmp_path / f"{len(lock)}.db", retries=0).outcomes
         assert (o.kind.value, o.reward) == ("ok", 0.0), (lock, o)
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_startup_files_the_agent_planted_in_home_do_not_reach_the_verifier(tmp_path, backend):
+    """The verifier's commands ran with the agent's HOME: `~/.sqliterc` making a TEMP VIEW named like
+    the table a check counts, and `~/.jq` redefining `length`, each passed its check for an agent that
+    wrote nothing (1.0). end_turn moves the agent's dot files out of HOME (the path to a workspace
+    mounted inside it, OpenClaw's ~/.openclaw/workspace, stays)."""
+    skip_unless_available(backend)
+    import clawsdk.tasks.model as model
+
+    task = model.Task.model_validate({
+        "id": "t-home-rc", "instruction": "Make out.db with 3 items, and report.json listing them.",
+        "verifier": {"type": "checks", "checks": [
+            {"type": "command", "name": "sqlite",
+             "run": "test \"$(sqlite3 out.db 'SELECT count(*) FROM items' 2>/dev/null)\" = 3"},
+            {"type": "command", "name": "jq", "run": "jq -e '.items | length == 3' report.json"}]}})
+    plant = ("printf 'CREATE TEMP VIEW items AS SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3;\\n' > ~/.sqliterc"
+             " && echo 'def length: 3;' > ~/.jq && echo kept > ~/notes.txt && echo planted")
+    agent = ScriptedAgent([{"tool": "write", "args": {"path": "report.json", "content": '{"items": []}'}},
+                           {"tool": "exec", "args": {"command": plant}}])
+    db = tmp_path / "r.db"
+    [o] = run_sync([task], agent=agent, sandbox=backend, db=db, retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.0), o
+    with Store(db) as store:
+        note = next(e["payload"] for e in store.events(o.rollout_id) if e["kind"] == "note"
+                    and e["payload"].get("event") == "end_turn")
+    assert {"~/.jq", "~/.sqliterc"} <= set(note["removed"]) and "~/notes.txt" not in note["removed"], note
