@@ -211,6 +211,8 @@ def _cells_equal(a: str, b: Any, tolerance: float) -> bool:
 
 #: a regex check matches in a process of its own (clawsdk.rematch), stopped past this
 REGEX_TIMEOUT_S = 20.0
+#: what a check leaves of the verifier's time, to record its verdict
+CHECK_MARGIN_S = 2.0
 
 
 class ChecksVerifier(Verifier):
@@ -274,9 +276,20 @@ class ChecksVerifier(Verifier):
         )
         return result
 
+    @staticmethod
+    def _time_left(ctx: VerifyContext, limit: float) -> float:
+        """`limit`, cut to what is left of the verifier's time (less a margin to record the verdict): a check
+        slowed by the agent's content (an endless VIEW in its database, a 200,000-digit line under a regex)
+        ran until the whole verification timed out, unscored; it scores 0 instead."""
+        if ctx.deadline is None:
+            return limit
+        return min(limit, ctx.deadline - anyio.current_time() - CHECK_MARGIN_S)
+
     async def _run(self, c: Any, ctx: VerifyContext, index: int) -> tuple[float, str]:
         if c.type == "command":
-            limit = c.timeout_s or ctx.task.limits.verifier_timeout_s
+            limit = self._time_left(ctx, c.timeout_s or ctx.task.limits.verifier_timeout_s)
+            if limit <= 0:
+                return 0.0, "no time left in the verifier's budget"
             stdin = None
             if c.agent_run:
                 assert self._agent_runs is not None  # verify() ran before_hidden
@@ -327,10 +340,11 @@ class ChecksVerifier(Verifier):
         if c.type == "regex":
             # in a process of its own: the task's pattern may backtrack without end on the agent's text
             # (it held the run's event loop, every rollout, for as long as it took)
-            with anyio.move_on_after(REGEX_TIMEOUT_S):
+            limit = max(0.0, self._time_left(ctx, REGEX_TIMEOUT_S))
+            with anyio.move_on_after(limit):
                 n = await rematch.in_process("count_matches", c._compiled.pattern, c._compiled.flags, text)
                 return float(n >= c.count), f"{n} match(es), need {c.count}"
-            return 0.0, f"the pattern was still matching {c.path} after {REGEX_TIMEOUT_S:g} s and was stopped"
+            return 0.0, f"the pattern was still matching {c.path} after {limit:.3g} s and was stopped"
         if c.type == "json_equals":
             expected = c.expected if c.expected_file is None else json.loads(self._hidden(ctx, c.expected_file))
             try:

@@ -518,21 +518,16 @@ class ClawGymVerifier(Verifier):
                          f"out ({blocked})"
                 await ctx.recorder.record("verifier", {"check": spec.script, "score": 0.0, "detail": reason})
                 return Verdict(verifier=self.name, score=0.0, passed=False, detail=reason[:4000])
-            # run from the verifier's own read-only folder, not the workspace: reward.sh pipes into
-            # `python3 -c`, which imports from its working folder first, so a json.py the agent left
-            # there scored 1.0 on every task (the scripts name their files by absolute path)
-            result = await sandbox.exec(["bash", "-c", 'cd -- "$1" && exec bash -- "$2"', "reward.sh",
-                                         ctx.hidden_path or "/", f"{ws}/{spec.script}"], timeout=spec.timeout_s)
-            await ctx.recorder.record(
-                "sandbox_exec",
-                {"command": f"bash {spec.script}", "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
-                 "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
-                duration_ms=result.duration_s * 1000,
-            )
-            if result.timed_out:
-                raise VerifierTimeout(f"{spec.script} did not finish within {spec.timeout_s:g} s "
-                                      f"(task {ctx.task.id}); set verifier.timeout_s to allow longer")
-            if result.exit_code != 0:
+            result = await self._reward(ctx, ws, f"bash {spec.script}")
+            if result.timed_out and not (await self._reward_untouched(ctx, files, mount)).timed_out:
+                # slowed by what the agent left (a 200,000-digit report under check.py's regex): its failure
+                score, why = None, f"{spec.script} did not finish within {spec.timeout_s:g} s on the agent's " \
+                                   f"files (on the task's untouched files it did)"
+            elif result.timed_out:
+                raise VerifierTimeout(f"{spec.script} did not finish within {spec.timeout_s:g} s, on the task's "
+                                      f"untouched files too (task {ctx.task.id}); set verifier.timeout_s to allow "
+                                      f"longer")
+            elif result.exit_code != 0:
                 err = (result.stderr.strip().splitlines() or [""])[-1][:300]
                 score, why = None, f"reward.sh exited with code {result.exit_code}" + (f": {err}" if err else "")
             else:
@@ -559,6 +554,38 @@ class ClawGymVerifier(Verifier):
         detail = reason + (f"; {note}" if note else "")
         return Verdict(verifier=self.name, score=final, passed=final >= spec.pass_threshold - 1e-9,
                        subscores=subs, detail=detail[:4000])
+
+    async def _reward(self, ctx: VerifyContext, ws: str, what: str) -> Any:
+        """reward.sh, as placed under `ws`, run and recorded."""
+        # run from the verifier's own read-only folder, not the workspace: reward.sh pipes into
+        # `python3 -c`, which imports from its working folder first, so a json.py the agent left
+        # there scored 1.0 on every task (the scripts name their files by absolute path)
+        result = await ctx.sandbox.exec(["bash", "-c", 'cd -- "$1" && exec bash -- "$2"', "reward.sh",
+                                         ctx.hidden_path or "/", f"{ws}/{self.spec.script}"],
+                                        timeout=self.spec.timeout_s)
+        await ctx.recorder.record(
+            "sandbox_exec",
+            {"command": what, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
+             "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
+            duration_ms=result.duration_s * 1000,
+        )
+        return result
+
+    async def _reward_untouched(self, ctx: VerifyContext, files: list[File], mount: str) -> Any:
+        """reward.sh on the task as it stood before the agent: its initial files and the reward scripts,
+        copied into a folder of the workspace, which stands in for the workspace."""
+        import secrets
+
+        folder = f".clawsdk-untouched-{secrets.token_hex(4)}"
+        ws = f"{ctx.sandbox.workspace_path.rstrip('/')}/{folder}"
+        try:
+            for f in ctx.task.workspace:
+                await ctx.sandbox.write(f"{folder}/{f.path}", f.data, executable=f.executable)
+            for f in files:
+                await ctx.sandbox.write(f"{folder}/{f.path}", _rewrite(f.data, mount, ws), executable=f.executable)
+            return await self._reward(ctx, ws, f"bash {self.spec.script} (the untouched task)")
+        finally:
+            await ctx.sandbox.exec(["rm", "-rf", "--", folder], timeout=60)
 
     async def _place(self, sandbox: Any, files: list[File], mount: str, ws: str,
                      written: list[str]) -> tuple[str, str]:

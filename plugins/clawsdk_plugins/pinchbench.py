@@ -465,9 +465,15 @@ class PinchBenchVerifier(Verifier):
             # another shape) that is the agent's failure: unscored, an agent could drop any task from its
             # score by breaking its deliverable. It is the grade code's own when the task's untouched
             # files make it raise too.
+            # A timeout is judged the same way: grade() slowed by what the agent left (a 200,000-digit line
+            # under a regex) scores 0; slow on the untouched files too, it is the grader's own (unscored).
             tb = out.get("traceback", "")
             error = f"grade() raised {out['error']}" + (f"\n{tb}" if tb else "")
-            if "error" in await self._grade_untouched(ctx):
+            untouched = await self._grade_untouched(ctx)
+            if untouched.get("timed_out"):
+                raise VerifierTimeout(f"task {task.id}: grade() did not finish within {spec.timeout_s:g} s "
+                                      f"on the task's untouched files")
+            if "error" in untouched:
                 raise VerifierError(f"task {task.id}: {error} (on the task's untouched files too)")
             reason = f"scored 0: {error} on the agent's files (it scores the task's untouched files)"
             await ctx.recorder.record("verifier", {"check": "grade()", "score": 0.0, "detail": reason[:4000]})
@@ -494,7 +500,7 @@ class PinchBenchVerifier(Verifier):
             duration_ms=result.duration_s * 1000,
         )
         if result.timed_out:
-            raise VerifierTimeout(f"task {ctx.task.id}: grade() did not finish within {self.spec.timeout_s:g} s")
+            return {"error": f"a timeout (it did not finish within {self.spec.timeout_s:g} s)", "timed_out": True}
         return parse_grade_output(result.stdout + ("\n" + result.stderr if not result.stdout else ""), ctx.task.id)
 
     async def _grade_untouched(self, ctx: VerifyContext) -> dict[str, Any]:

@@ -114,3 +114,27 @@ def test_a_grade_that_breaks_on_what_the_agent_left_scores_it_0_not_unscored(tmp
         assert (o.kind.value, o.reward) == ("ok", reward), (command, o)
     [o] = run_sync([tasks["broken"]], agent=ScriptedAgent([]), db=tmp_path / "broken.db", retries=0).outcomes
     assert o.kind.value == "verifier_error" and "on the task's untouched files too" in o.error, o
+
+
+def test_a_grade_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_stays_unscored(tmp_path):
+    """grade() past its timeout ended verifier_timeout (unscored) even when what slowed it was the agent's
+    deliverable. As for an error, the untouched task decides: quick there, 0; slow there too, unscored."""
+    from clawsdk import run_sync
+    from clawsdk.tasks.model import VerifierSpec
+    from clawsdk.tasks.sources import load_tasks
+    from clawsdk_plugins.agents import ScriptedAgent
+
+    _pinch(tmp_path, "slowed", "    import re\n    from pathlib import Path\n"
+                               "    p = Path(workspace_path) / 'out.txt'\n"
+                               "    text = p.read_text() if p.is_file() else ''\n"
+                               "    re.findall(r'(\\d+)+\\.', text)\n    return {'total': float(text == '42')}")
+    _pinch(tmp_path, "slow", "    import re\n    re.findall(r'(\\d+)+\\.', '1' * 40)\n    return {'total': 1.0}")
+    tasks = {}
+    for t in load_tasks(f"pinchbench:{tmp_path / 'pb'}").tasks:
+        spec = VerifierSpec.model_validate({**t.verifier.model_dump(), "timeout_s": 3.0})
+        tasks[t.id] = t.model_copy(update={"verifier": spec})
+    calls = [{"tool": "write", "args": {"path": "out.txt", "content": "1" * 40}}]
+    [o] = run_sync([tasks["slowed"]], agent=ScriptedAgent(calls), db=tmp_path / "a.db", retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.0), o
+    [o] = run_sync([tasks["slow"]], agent=ScriptedAgent([]), db=tmp_path / "b.db", retries=0).outcomes
+    assert o.kind.value == "verifier_timeout" and "untouched files" in o.error, o

@@ -408,3 +408,35 @@ def test_startup_files_the_agent_planted_in_home_do_not_reach_the_verifier(tmp_p
         note = next(e["payload"] for e in store.events(o.rollout_id) if e["kind"] == "note"
                     and e["payload"].get("event") == "end_turn")
     assert {"~/.jq", "~/.sqliterc"} <= set(note["removed"]) and "~/notes.txt" not in note["removed"], note
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_a_grader_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_stays_unscored(tmp_path, backend):
+    """A ClawGym check.py whose regex backtracks on the agent's report ran reward.sh past its timeout:
+    verifier_timeout, unscored, so an agent could drop a task it failed from its score. reward.sh runs
+    again on the task's untouched files: quick there, the slowness was the agent's (0); slow there too,
+    it is the grader's own (still unscored)."""
+    skip_unless_available(backend)
+    slow_check = ("import json, os, re, sys\n"
+                  "p = os.path.join(sys.argv[1], 'answer.txt')\n"
+                  "text = open(p).read() if os.path.exists(p) else ''\n"
+                  "re.findall(r'(\\d+)+\\.', text)\n"
+                  "print(json.dumps({'answer': float(text.strip() == '42')}))\n")
+
+    def with_check(name: str, check: str):
+        folder = tmp_path / name / "task_sabotage"
+        clawgym_task(tmp_path / name)
+        (folder / "reward" / "check.py").write_text(check)
+        (task,) = load_tasks(f"clawgym:{folder}").tasks
+        entry = json.loads((folder / "data_entry.json").read_text())
+        entry["clawsdk"] = {"verifier": {**task.verifier.model_dump(), "timeout_s": 4.0}}
+        (folder / "data_entry.json").write_text(json.dumps(entry))
+        (task,) = load_tasks(f"clawgym:{folder}").tasks
+        return task
+
+    slowing = {"tool": "write", "args": {"path": "answer.txt", "content": "1" * 40}}
+    o, detail = run_one(with_check("slowed", slow_check), ScriptedAgent([slowing]), tmp_path / "slow.db", backend)
+    assert (o.kind.value, o.reward) == ("ok", 0.0) and "on the agent's files" in detail, (o, detail)
+    always_slow = slow_check.replace("text = open(p).read() if os.path.exists(p) else ''", "text = '1' * 40")
+    o, _ = run_one(with_check("own", always_slow), ScriptedAgent([answer()]), tmp_path / "own.db", backend)
+    assert o.kind.value == "verifier_timeout" and "untouched files too" in (o.error or ""), o

@@ -15,6 +15,7 @@ from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify import checks as checks_module
 from clawsdk_plugins.agents import ScriptedAgent
 from tests.conftest import loop_ticks, make_task
+from tests.sandbox.sandbox_backends import skip_unless_available
 
 CHECKS = {
     "json": {"type": "json_equals", "path": "out", "expected": {"a": 1}},
@@ -61,3 +62,23 @@ def test_a_regex_check_that_backtracks_is_stopped_and_the_loop_stays_free(tmp_pa
     [o] = result.outcomes
     assert o.kind.value == "ok" and o.reward == 0.0, o
     assert len(ticks) >= took / 0.05 / 3, f"the event loop ran {len(ticks)} times in {took:.1f} s: the check blocked it"
+
+
+@pytest.mark.parametrize("backend", ["local", "bwrap"])
+def test_checks_slowed_by_the_agents_content_score_0_within_the_verifiers_time(tmp_path, backend):
+    """A check that runs long on what the agent left (an endless VIEW in its database; two regexes that
+    each take their 20 s on a 200,000-digit line) ran until the whole verification timed out:
+    verifier_timeout, unscored. Each check now gets at most what is left of the verifier's time."""
+    skip_unless_available(backend)
+    checks = [{"type": "command", "name": "count", "run": "sqlite3 out.db 'SELECT count(*) FROM items'"},
+              {"type": "regex", "path": "report.txt", "pattern": r"(\d+)+\.\d\d"},
+              {"type": "regex", "path": "report.txt", "pattern": r"(\d+)+\.\d+%"},
+              {"type": "text_contains", "path": "done.txt", "text": "done"}]
+    task = load_tasks(make_task(tmp_path / "t", "t", checks=checks,
+                                extra={"limits": {"verifier_timeout_s": 8}})).tasks[0]
+    slow = ("sqlite3 out.db 'CREATE VIEW items AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) "
+            "SELECT x FROM n' && python3 -c \"print('1' * 200000)\" > report.txt && echo done > done.txt")
+    r = run_sync([task], agent=ScriptedAgent([{"tool": "exec", "args": {"command": slow}}]), sandbox=backend,
+                 db=tmp_path / "r.db", retries=0)
+    [o] = r.outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.25), o
