@@ -13,7 +13,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from clawsdk import rematch
-from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError
+from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 if TYPE_CHECKING:
@@ -266,8 +266,8 @@ class ChecksVerifier(Verifier):
             return None
 
     async def _exec(self, command: str, ctx: VerifyContext, limit: float, *, stage: str,
-                    stdin: bytes | None = None) -> ExecResult:
-        result = await ctx.sandbox.exec(command, timeout=limit, stdin=stdin)
+                    stdin: bytes | None = None, cwd: str | None = None) -> ExecResult:
+        result = await ctx.sandbox.exec(command, timeout=limit, stdin=stdin, cwd=cwd)
         await ctx.recorder.record(
             "sandbox_exec",
             {"command": command, "stage": stage, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
@@ -277,19 +277,37 @@ class ChecksVerifier(Verifier):
         return result
 
     @staticmethod
-    def _time_left(ctx: VerifyContext, limit: float) -> float:
-        """`limit`, cut to what is left of the verifier's time (less a margin to record the verdict): a check
-        slowed by the agent's content (an endless VIEW in its database, a 200,000-digit line under a regex)
-        ran until the whole verification timed out, unscored; it scores 0 instead."""
+    def _time_left(ctx: VerifyContext) -> float:
+        """What is left of the verifier's time, less a margin to record the verdict."""
         if ctx.deadline is None:
-            return limit
-        return min(limit, ctx.deadline - anyio.current_time() - CHECK_MARGIN_S)
+            return math.inf
+        margin = min(CHECK_MARGIN_S, ctx.task.limits.verifier_timeout_s / 10)
+        return ctx.deadline - anyio.current_time() - margin
+
+    async def _slow_untouched(self, c: Any, ctx: VerifyContext) -> bool:
+        """Whether the command also runs past the verifier's time on the task's untouched files (copied into
+        a folder of the workspace, its working folder): then the slowness is the check's own."""
+        import secrets
+
+        folder = f".clawsdk-untouched-{secrets.token_hex(4)}"
+        try:
+            for f in ctx.task.workspace:
+                await ctx.sandbox.write(f"{folder}/{f.path}", f.data, executable=f.executable)
+            if not ctx.task.workspace:
+                await ctx.sandbox.exec(["mkdir", "--", folder], timeout=30)
+            left = self._time_left(ctx)
+            return left <= 0 or (await self._exec(c.run, ctx, left, stage="run on the untouched task",
+                                                  cwd=folder)).timed_out
+        finally:
+            with anyio.CancelScope(shield=True):
+                await ctx.sandbox.exec(["rm", "-rf", "--", folder], timeout=60)
 
     async def _run(self, c: Any, ctx: VerifyContext, index: int) -> tuple[float, str]:
         if c.type == "command":
-            limit = self._time_left(ctx, c.timeout_s or ctx.task.limits.verifier_timeout_s)
-            if limit <= 0:
-                return 0.0, "no time left in the verifier's budget"
+            limit = c.timeout_s or ctx.task.limits.verifier_timeout_s
+            # at most half the verifier's time left, so that a timeout can be judged on the untouched task
+            cut = limit > (half := self._time_left(ctx) / 2)
+            limit = max(0.1, min(limit, half))
             stdin = None
             if c.agent_run:
                 assert self._agent_runs is not None  # verify() ran before_hidden
@@ -299,8 +317,13 @@ class ChecksVerifier(Verifier):
                 stdin = answers.stdout.encode("utf-8", "surrogateescape")
             result = await self._exec(c.run, ctx, limit, stage="run", stdin=stdin)
             tail = (result.stdout.strip().splitlines() or [""])[-1]
+            if result.timed_out and cut and not c.agent_run and await self._slow_untouched(c, ctx):
+                raise VerifierTimeout(f"check {c.label()!r} did not finish within the verifier's time, on the "
+                                      f"task's untouched files too; raise limits.verifier_timeout_s")
             if result.timed_out:
-                return 0.0, f"timed out after {limit:g} s"
+                # its own timeout, or the verifier's time on what the agent left (an endless VIEW in its
+                # database): the agent's 0, never unscored
+                return 0.0, f"timed out after {limit:.3g} s"
             if c.score_from_stdout:
                 if result.exit_code != c.expect_exit:
                     return 0.0, f"exit {result.exit_code}: {result.stderr.strip()[-500:]}"
@@ -340,7 +363,8 @@ class ChecksVerifier(Verifier):
         if c.type == "regex":
             # in a process of its own: the task's pattern may backtrack without end on the agent's text
             # (it held the run's event loop, every rollout, for as long as it took)
-            limit = max(0.0, self._time_left(ctx, REGEX_TIMEOUT_S))
+            # cut to the verifier's time left: the pattern runs on the agent's text, whose slowness is its own
+            limit = max(0.0, min(REGEX_TIMEOUT_S, self._time_left(ctx)))
             with anyio.move_on_after(limit):
                 n = await rematch.in_process("count_matches", c._compiled.pattern, c._compiled.flags, text)
                 return float(n >= c.count), f"{n} match(es), need {c.count}"

@@ -82,3 +82,11 @@ def test_checks_slowed_by_the_agents_content_score_0_within_the_verifiers_time(t
                  db=tmp_path / "r.db", retries=0)
     [o] = r.outcomes
     assert (o.kind.value, o.reward) == ("ok", 0.25), o
+
+
+def test_a_command_check_slow_on_the_untouched_task_too_stays_unscored(tmp_path):
+    """The other half: a check that is slow whatever the agent did is the task's, not the agent's 0."""
+    task = load_tasks(make_task(tmp_path / "t", "t", checks=[{"type": "command", "run": "sleep 30"}],
+                                extra={"limits": {"verifier_timeout_s": 6}})).tasks[0]
+    [o] = run_sync([task], agent="oracle", db=tmp_path / "r.db", retries=0).outcomes
+    assert o.kind.value == "verifier_timeout" and "untouched files too" in o.error, o
