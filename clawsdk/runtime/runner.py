@@ -323,10 +323,10 @@ def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent
                 f"resume it with the same, or choose a new --run-id"
             )
         before = json.loads(existing["config"] or "{}") if existing else {}
-        if existing and "agent_options" in before and before["agent_options"] != json.loads(dumps(options)):
+        then, now_ = before.get("agent_options"), json.loads(dumps(options))
+        if then is not None and then != now_:
             # one run's numbers come from one configuration: a resume with another model or temperature
             # would mix two agents in one score
-            then, now_ = before["agent_options"], json.loads(dumps(options))
             differ = sorted(k for k in {*then, *now_} if then.get(k) != now_.get(k))
             raise RunConflict(
                 f"run {run_id} was started with other agent options ({', '.join(differ)} differ); resume it "
@@ -355,7 +355,6 @@ def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent
             else:
                 plan.append((task, sample))
     return plan, attempts, before
-
 
 
 def run_sync(tasks: Sequence[Task], **kwargs: Any) -> RunResult:
