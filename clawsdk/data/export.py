@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ __all__ = [
     "export_rl",
     "export_sft",
     "load_hf",
+    "check_row",
     "load_rows",
     "read_manifest",
 ]
@@ -168,37 +170,69 @@ def _finish(
     if not name or "/" in name or "@" in name:
         raise ValueError(f"dataset name {name!r}: use letters, digits, '-' or '_' (no '/' or '@')")
     version = lineage.next_version(store, name)
+    dataset_id = f"{name}@v{version}"
+    store_path = str(Path(store.path).resolve())
     folder = Path(out) / f"{name}-v{version}"
-    if folder.exists():
-        shutil.rmtree(folder)  # an export that never reached the store (interrupted)
-    files, digest = _write(rows, folder, formats)
-    dataset_id = lineage.record_dataset(
-        store,
-        name=name,
-        version=version,
-        kind=kind,
-        format_version=FORMAT_VERSION,
-        path=str(folder.resolve()),
-        n_rows=len(rows),
-        content_hash=digest,
-        selection=selection,
-        rows=lineage_rows,
-    )
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "id": dataset_id,
-        "name": name,
-        "version": version,
-        "kind": kind,
-        "n_rows": len(rows),
-        "files": files,
-        "content_hash": digest,
-        "selection": selection,
-        "store": str(Path(store.path).resolve()),
-        **(extra or {}),
-    }
-    (folder / "dataset.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    # The version comes from this store only, so the folder may hold another store's export of the same
+    # name, or anything else: never remove what this store's export did not make.
+    own_leftover = folder.exists() and _made_by(folder, dataset_id, store_path)
+    if folder.exists() and not own_leftover:
+        raise FileExistsError(
+            f"{folder} exists (from another store or not an export); choose another --out or --name"
+        )
+    # Everything is written into a hidden sibling and renamed into place at the end, so an interrupted
+    # export leaves no half-written NAME-vN behind.
+    Path(out).mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.partial-", dir=out))
+    try:
+        files, digest = _write(rows, partial, formats)
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "id": dataset_id,
+            "name": name,
+            "version": version,
+            "kind": kind,
+            "n_rows": len(rows),
+            "files": files,
+            "content_hash": digest,
+            "selection": selection,
+            "store": store_path,
+            **(extra or {}),
+        }
+        (partial / "dataset.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        if own_leftover:
+            shutil.rmtree(folder)  # this store's export of this very version that never reached the store
+        partial.rename(folder)  # fails, rather than replaces, if something non-empty appeared meanwhile
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    try:
+        lineage.record_dataset(
+            store,
+            name=name,
+            version=version,
+            kind=kind,
+            format_version=FORMAT_VERSION,
+            path=str(folder.resolve()),
+            n_rows=len(rows),
+            content_hash=digest,
+            selection=selection,
+            rows=lineage_rows,
+        )
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # ours, just made: the store does not know it
+        raise
     return Export(dataset_id=dataset_id, path=folder, n_rows=len(rows), kind=kind, files=files)
+
+
+def _made_by(folder: Path, dataset_id: str, store_path: str) -> bool:
+    """Whether `folder` is this store's export of `dataset_id` (interrupted before the store recorded it)."""
+    try:
+        manifest = json.loads((folder / "dataset.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(manifest, dict) and manifest.get("id") == dataset_id
+            and manifest.get("store") == store_path)
 
 
 def _meta(c: Candidate) -> dict[str, Any]:
@@ -426,35 +460,109 @@ def export_rl(
 
 
 def read_manifest(path: str | Path) -> dict[str, Any]:
-    """An export's manifest; refuses a layout newer than this clawsdk knows."""
+    """An export's manifest; refuses a layout newer than this clawsdk knows, and one it cannot read, naming
+    the file and the field."""
     folder = Path(path)
     if folder.name == "dataset.json":
         folder = folder.parent
     file = folder / "dataset.json"
     if not file.exists():
         raise FileNotFoundError(f"{folder} is not a clawsdk dataset export (no dataset.json)")
-    manifest = json.loads(file.read_text())
+    redo = "export the dataset again with `clawsdk data export`"
+    try:
+        manifest = json.loads(file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        where = f"line {e.lineno}, column {e.colno}"
+        raise ValueError(f"{file}: not valid JSON ({where}: {e.msg}); {redo}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{file}: cannot be read ({e}); {redo}") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{file}: a dataset manifest is a JSON object, not a {type(manifest).__name__}; "
+                         f"{redo}")
     version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ValueError(f"{file}: format_version {version!r} is not a version number (1 and up); {redo}")
+    if version > FORMAT_VERSION:
         raise ValueError(
             f"{file}: format_version {version!r} is newer than this clawsdk reads ({FORMAT_VERSION}); "
             f"upgrade clawsdk"
         )
+    for key in ("id", "kind"):
+        if not isinstance(manifest.get(key), str) or not manifest[key]:
+            raise ValueError(f"{file}: {key}: missing or not a string ({manifest.get(key)!r}); {redo}")
     manifest["path"] = str(folder)
     return manifest
 
 
+#: per kind, the row fields that hold messages, and the other fields a trainer needs
+_ROW_SHAPE = {
+    "sft": (("messages",), ()),
+    "preference": (("prompt", "chosen", "rejected"), ()),
+    "rl": (("prompt",), ("task_hash",)),
+}
+
+
+def check_row(row: Any, kind: str, where: str) -> None:
+    """Raise ValueError naming `where` (file:line) and the field when a row is not the shape `kind` exports:
+    a damaged file is caught before a trainer loads a model, not as a crash deep inside it."""
+    redo = "export the dataset again with `clawsdk data export`"
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: a row is a JSON object, not a {type(row).__name__}; {redo}")
+    lists, texts = _ROW_SHAPE.get(kind, ((), ()))
+    for key in texts:
+        if not isinstance(row.get(key), str):
+            raise ValueError(f"{where}: {key}: missing or not a string; {redo}")
+    for key in lists:
+        messages = row.get(key)
+        if not isinstance(messages, list) or not messages:
+            what = "missing" if messages is None else f"a {type(messages).__name__}"
+            raise ValueError(f"{where}: {key}: {what}, not a list of chat messages; {redo}")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                raise ValueError(f"{where}: {key}[{i}]: not a message (an object with a 'role'); {redo}")
+            if m.get("content") is not None and not isinstance(m["content"], str):
+                raise ValueError(f"{where}: {key}[{i}].content: not text; {redo}")
+            if m.get("tool_calls") is not None and not isinstance(m["tool_calls"], list):
+                raise ValueError(f"{where}: {key}[{i}].tool_calls: not a list; {redo}")
+    tools = row.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise ValueError(f"{where}: tools: a {type(tools).__name__}, not a list of function specs; {redo}")
+
+
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of an export, from its JSONL (else its Parquet), as plain dicts."""
+    """The rows of an export, from its JSONL (else its Parquet), as plain dicts, each checked to be the shape
+    of the export's kind (ValueError naming the file, the line and the field)."""
     manifest = read_manifest(path)
     folder = Path(manifest["path"])
-    if (folder / "data.jsonl").exists():
-        return [json.loads(line) for line in (folder / "data.jsonl").read_text().splitlines() if line.strip()]
+    kind = manifest["kind"]
+    jsonl = folder / "data.jsonl"
+    if jsonl.exists():
+        rows = []
+        try:
+            lines = jsonl.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"{jsonl}: cannot be read ({e}); export the dataset again") from None
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{jsonl}:{n}: not valid JSON (column {e.colno}: {e.msg}); "
+                                 f"export the dataset again") from None
+            check_row(row, kind, f"{jsonl}:{n}")
+            rows.append(row)
+        return rows
     ds = load_hf(folder)
     rows = [drop_nulls(r) for r in ds]
-    for r in rows:
-        if isinstance(r.get("tools"), str):
-            r["tools"] = json.loads(r["tools"])
+    for i, r in enumerate(rows):
+        if isinstance(r, dict) and isinstance(r.get("tools"), str):
+            try:
+                r["tools"] = json.loads(r["tools"])
+            except json.JSONDecodeError:
+                raise ValueError(f"{folder}: row {i}: tools: not valid JSON; export the dataset again") \
+                    from None
+        check_row(r, kind, f"{folder}: row {i}")
     return rows
 
 

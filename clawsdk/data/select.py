@@ -115,7 +115,13 @@ def load_candidates(store: Any, selection: Selection, style: PromptStyle | None 
     for row in store.query(sql, params):
         events = store.events(row["id"], row["attempt"])
         listing = None
-        if not any(e["kind"] == "model_request" for e in events):
+        kinds = {e["kind"] for e in events}
+        if "model_request" in kinds and "model_response" not in kinds:
+            # the model was asked and never answered (a model_error): no conversation to learn from,
+            # and the tool-call replay would put words in a model's mouth
+            out.append(Candidate(row, None, row["reward"], reason="no_reply: no model reply recorded"))
+            continue
+        if "model_request" not in kinds:
             if row["task_hash"] not in tasks:
                 tasks[row["task_hash"]] = store.task(row["task_hash"])
             task = tasks[row["task_hash"]]

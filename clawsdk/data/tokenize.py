@@ -48,8 +48,15 @@ def chat_segments(
     tool_format: str = "auto",
 ) -> list[tuple[str, bool]]:
     """The rendered conversation as (text, is_assistant) pieces, in order."""
+    # rows come from files a user may have edited: say what is wrong, not an AttributeError deep inside
+    if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
+        raise ValueError(f"messages: a {type(messages).__name__}, not a list of chat messages (objects "
+                         f"with a 'role'); check the row with clawsdk.data.export.check_row")
     if isinstance(tools, str):
-        tools = json.loads(tools) if tools else None
+        try:
+            tools = json.loads(tools) if tools else None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"tools: not valid JSON ({e.msg}); a list of OpenAI function specs") from None
     messages = [{k: v for k, v in m.items() if v is not None} for m in messages]
     if uses_template_tools(tokenizer, tool_format):
         msgs, kwargs = _template_messages(messages), {"tools": tools or None}

@@ -152,7 +152,9 @@ def trajectory_from_events(
         n_tool_errors=n_errors,
     )
     if requests and responses:
-        last_req = requests[-1]["payload"]
+        # the request the last reply answered: a later one whose call failed (model_error) has none
+        answered = max(i for i, e in enumerate(events) if e["kind"] == "model_response")
+        last_req = [e for e in events[:answered] if e["kind"] == "model_request"][-1]["payload"]
         messages = [dict(m) for m in last_req["messages"]]
         final = responses[-1]["payload"]["message"]
         messages.append(_normalise_assistant(final))
@@ -179,6 +181,9 @@ def trajectory_from_events(
             completion_tokens=tokens,
             **base,
         )
+    if requests:
+        raise ValueError(f"rollout {rid} has no model reply recorded (its model call failed): "
+                         f"no conversation to rebuild")
     if listing is None:
         raise ValueError(f"rollout {rid} has no model events: pass the task's tool listing to rebuild it")
     tools, instructions = listing

@@ -10,6 +10,8 @@ PinchBench grade()) is refused with a message rather than exported without its v
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -172,19 +174,29 @@ def jsonl_record(task: Task) -> dict[str, Any]:
 
 
 def write_jsonl(tasks: Iterable[Task], path: str | Path) -> tuple[int, list[ConvertError]]:
-    """Write tasks as a syn_task.jsonl; tasks it cannot hold are returned as errors, not written."""
+    """Write tasks as a syn_task.jsonl; tasks it cannot hold are returned as errors, not written.
+
+    The lines go to a temporary sibling that replaces `path` only when at least one task was written:
+    an existing file is never emptied by an export that could hold none of its tasks, nor cut short by
+    one that was interrupted."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     n, errors = 0, []
-    with path.open("w", encoding="utf-8") as out:
-        for task in tasks:
-            try:
-                line = json.dumps(jsonl_record(task), ensure_ascii=False)
-            except ConvertError as e:
-                errors.append(e)
-                continue
-            out.write(line + "\n")
-            n += 1
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.partial")  # "x": made here, umask's mode
+    try:
+        with tmp.open("x", encoding="utf-8") as out:
+            for task in tasks:
+                try:
+                    line = json.dumps(jsonl_record(task), ensure_ascii=False)
+                except ConvertError as e:
+                    errors.append(e)
+                    continue
+                out.write(line + "\n")
+                n += 1
+        if n:
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return n, errors
 
 

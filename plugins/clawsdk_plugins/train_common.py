@@ -136,8 +136,9 @@ def _dataset_ref(store: Any, dataset: str) -> tuple[str | None, Path]:
     from clawsdk.data import lineage
     from clawsdk.data.export import read_manifest
 
-    if Path(dataset).is_dir():
-        manifest = read_manifest(dataset)
+    path = Path(dataset)
+    if path.is_dir() or (path.name == "dataset.json" and path.is_file()):
+        manifest = read_manifest(dataset)  # checks it, naming the file and the field
         known = store.query("SELECT id FROM datasets WHERE id = ?", [manifest["id"]])
         return (manifest["id"] if known else None), Path(manifest["path"])
     row = lineage.dataset(store, dataset)

@@ -330,3 +330,75 @@ def test_tables_keep_whole_ids_when_not_on_a_terminal(store_path, monkeypatch):
         assert r["rollout_id"] in res.output and len(r["rollout_id"]) == 16
     assert "…" not in res.output
     assert any(len(line) > 80 for line in res.output.splitlines())  # the 80-column default no longer squeezes
+
+
+def test_an_export_never_removes_a_folder_it_did_not_make(store_path, tmp_path):
+    import shutil
+
+    out = tmp_path / "shared"
+    # someone's own folder with the output name: refused, kept, nothing recorded
+    (out / "train-v1").mkdir(parents=True)
+    (out / "train-v1" / "notes.txt").write_text("notes")
+    runner = CliRunner()
+    base = ["data", "export", "--name", "train", "--out", str(out), "--format", "jsonl"]
+    res = runner.invoke(cli_main, [*base, "--db", str(store_path)])
+    assert res.exit_code == 2 and "train-v1 exists (from another store or not an export)" in " ".join(
+        res.output.split()), res.output
+    assert (out / "train-v1" / "notes.txt").read_text() == "notes"
+    assert [p.name for p in out.iterdir()] == ["train-v1"]  # no partial folder left behind
+    with Store(store_path) as store:
+        assert store.query("SELECT COUNT(*) AS n FROM datasets")[0]["n"] == 0
+    shutil.rmtree(out / "train-v1")
+
+    # another store's export of the same name into the same folder: refused, the first one intact
+    other = tmp_path / "other.db"
+    shutil.copy(store_path, other)
+    assert runner.invoke(cli_main, [*base, "--db", str(store_path)]).exit_code == 0
+    first = (out / "train-v1" / "data.jsonl").read_bytes()
+    res = runner.invoke(cli_main, [*base, "--db", str(other), "--run", "oracle-run"])
+    assert res.exit_code == 2 and "choose another --out or --name" in " ".join(res.output.split())
+    assert (out / "train-v1" / "data.jsonl").read_bytes() == first
+    assert read_manifest(out / "train-v1")["store"] == str(store_path.resolve())
+    with Store(other) as store:
+        assert store.query("SELECT COUNT(*) AS n FROM datasets")[0]["n"] == 0
+
+    # this store's own export of this version that never reached the store (interrupted): replaced
+    with Store(store_path) as store:
+        store.db.execute("DELETE FROM dataset_rows")
+        store.db.execute("DELETE FROM datasets")
+    res = runner.invoke(cli_main, [*base, "--db", str(store_path), "--run", "oracle-run"])
+    assert res.exit_code == 0, res.output
+    assert read_manifest(out / "train-v1")["n_rows"] == 2
+
+
+class FailingModel(ScriptedModel):
+    """Answers from its list, then every call fails: the rollout ends model_error."""
+
+    async def chat(self, messages, tools=None, **params):
+        if not self.replies:
+            raise RuntimeError("the model server went away")
+        return await super().chat(messages, tools, **params)
+
+
+def test_a_rollout_whose_model_never_replied_is_a_dropped_candidate_not_a_failed_export(store_path, tmp_path):
+    from clawsdk_plugins.agent_toolloop import ToolLoopAgent
+
+    db = store_path
+    a = hello_task("hello-a")
+    run_sync([a], agent=ToolLoopAgent(model=FailingModel([])), run_id="no-reply", db=db)
+    # one reply (a tool call), then the call that failed: the conversation ends at the reply it got
+    one = [call("write", {"path": "hello.txt", "content": "hello world"})]
+    run_sync([a], agent=ToolLoopAgent(model=FailingModel(one)), run_id="one-reply", db=db)
+    runner = CliRunner()
+    res = runner.invoke(cli_main, ["data", "select", "--db", str(db), "--json", "--run", "no-reply"])
+    assert res.exit_code == 0, res.output
+    assert [r["reason"] for r in json.loads(res.output)["rollouts"]] == ["no_reply: no model reply recorded"]
+    with Store(db) as store:
+        result = select(store, Selection(runs=["one-reply"], min_reward=None, failure_kinds=[]))
+        (c,) = result.candidates
+        assert c.reason == "kept", c.reason
+        roles = [m["role"] for m in c.trajectory.messages]
+        assert roles == ["system", "user", "assistant"] and c.trajectory.n_assistant_turns == 1
+    res = runner.invoke(cli_main, ["data", "export", "--db", str(db), "--name", "rest",
+                                   "--out", str(tmp_path), "--format", "jsonl"])
+    assert res.exit_code == 0 and "rest@v1: 3 sft rows" in " ".join(res.output.split()), res.output
