@@ -316,7 +316,37 @@ def _bounded_loader(limit: int) -> type:
                 if anchor:
                     self.open_anchors.discard(anchor)
 
+        def construct_mapping(self, node, deep=False):  # noqa: ANN001 - PyYAML's signature
+            # PyYAML keeps the last of two equal keys without a word; a task file that says `id` twice
+            # is a mistake to point at. Keys a merge (`<<: *base`) brings in may be overridden.
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, Any] = {}
+                for key_node, _ in node.value:
+                    if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node)
+                    if key in seen:
+                        raise DuplicateKeyError(key, seen[key], key_node.start_mark)
+                    seen[key] = key_node.start_mark
+            return super().construct_mapping(node, deep=deep)
+
     return Loader
+
+
+class DuplicateKeyError(ValueError):
+    def __init__(self, key: Any, first: Any, again: Any):
+        self.key, self.first, self.again = key, first, again
+        super().__init__(f"key {key!r} appears twice")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json.loads's object_pairs_hook: json.loads keeps the last of two equal keys without a word."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key, None, None)
+        out[key] = value
+    return out
 
 
 #: values a YAML file may expand to through its aliases (`*name`): a few anchors can stand for billions
@@ -348,6 +378,12 @@ def parse_yaml(text: str, where: str, *, limits: ReadLimits | None = None, line_
         value = yaml.load(text, Loader=_bounded_loader(limits.depth))  # noqa: S506 - a SafeLoader subclass
     except NestingError as e:
         raise TaskFormatError(where, f"invalid YAML: {e}") from None
+    except DuplicateKeyError as e:
+        again, first = e.again, e.first
+        at = f"line {again.line + 1 + line_offset}, column {again.column + 1}"
+        before = f"line {first.line + 1 + line_offset}, column {first.column + 1}"
+        raise TaskFormatError(where, f"{at}: key {e.key!r} appears twice (first at {before}); keep one",
+                              field=str(e.key)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f"line {mark.line + 1 + line_offset}, column {mark.column + 1}: " if mark else ""
@@ -365,7 +401,10 @@ def parse_json(text: str, where: str, *, limits: ReadLimits | None = None) -> An
     """JSON with nesting bounded; TaskFormatError saying where it is wrong."""
     limits = limits or ReadLimits.from_env()
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except DuplicateKeyError as e:
+        raise TaskFormatError(where, f"key {e.key!r} appears twice in one object; keep one",
+                              field=str(e.key)) from None
     except json.JSONDecodeError as e:
         raise TaskFormatError(where, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from None
     except RecursionError:

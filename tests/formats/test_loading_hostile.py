@@ -360,3 +360,58 @@ def test_a_task_naming_a_skill_that_is_not_installed_is_skipped_with_one_line_no
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT task_id, passed FROM rollouts").fetchall() == [("good", 1)]
         assert con.execute("SELECT task_id, field FROM task_errors").fetchall() == [("noskill", "tools")]
+
+
+def test_a_jsonl_convert_that_writes_no_task_leaves_the_existing_file_as_it_was(tmp_path):
+    """fix-slugify-bug's command check has no ClawGym form: converting it alone wrote nothing and used to
+    empty the output file first."""
+    from pathlib import Path
+
+    task = Path(__file__).parents[2] / "examples" / "tasks" / "fix-slugify-bug"
+    keep = tmp_path / "keep.jsonl"
+    keep.write_text('{"task_id": "kept"}\n')
+    r = invoke("convert", task, "--to", "clawgym-jsonl", "-o", keep)
+    assert r.exit_code == 1 and "wrote 0 task(s)" in r.output, r.output
+    assert keep.read_text() == '{"task_id": "kept"}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.jsonl"]  # no partial file left behind
+    # a convert that writes a task replaces the file whole
+    _clawgym(tmp_path / "tasks", "good")
+    r = invoke("convert", f"clawgym:{tmp_path / 'tasks'}", "--to", "clawgym-jsonl", "-o", keep)
+    assert r.exit_code == 0, r.output
+    assert [json.loads(line)["task_id"] for line in keep.read_text().splitlines()] == ["good"]
+
+
+def test_a_key_given_twice_is_one_error_naming_the_file_the_line_and_the_key(tmp_path):
+    """YAML and JSON parsers keep the last of two equal keys without a word; a task that says `id` twice
+    is refused, and the other tasks load."""
+    native = tmp_path / "native"
+    make_task(native, "good")
+    bad = make_task(native, "twice")
+    (bad / "task.yaml").write_text((bad / "task.yaml").read_text() + "id: other\n")
+    loaded = load_tasks(native)
+    assert [t.id for t in loaded.tasks] == ["good"]
+    (err,) = loaded.errors
+    assert err.path == str(bad / "task.yaml") and err.field == "id"
+    assert "key 'id' appears twice (first at line " in str(err) and "keep one" in str(err)
+    # a merge key may still be overridden
+    merged = make_task(native, "merged")
+    (merged / "task.yaml").write_text((merged / "task.yaml").read_text()
+                                      + "metadata:\n  base: &b {a: 1}\n  m:\n    <<: *b\n    a: 2\n")
+    assert sorted(t.id for t in load_tasks(native).tasks) == ["good", "merged"]
+
+    cg = tmp_path / "cg"
+    _clawgym(cg, "good")
+    entry = _clawgym(cg, "twice") / "data_entry.json"
+    entry.write_text(entry.read_text()[:-1] + ', "user_query": "something else"}')
+    loaded = load_tasks(f"clawgym:{cg}")
+    assert [t.id for t in loaded.tasks] == ["good"]
+    (err,) = loaded.errors
+    assert err.path == str(entry) and err.field == "user_query" and "appears twice" in str(err)
+
+    jsonl = tmp_path / "syn_task.jsonl"
+    line = {"prompt": "p", "hook_code": "import json\nprint(json.dumps({'a': 0}))\n"}
+    jsonl.write_text(json.dumps(line) + "\n" + json.dumps(line)[:-1] + ', "prompt": "q"}\n')
+    loaded = load_tasks(str(jsonl))
+    assert [t.id for t in loaded.tasks] == ["syn_task_00001"]
+    (err,) = loaded.errors
+    assert str(err).startswith(f"{jsonl}:2: prompt: key 'prompt' appears twice"), err
