@@ -136,10 +136,18 @@ def read_training(paths: Iterable[str | Path]) -> TrainingSet:
     ts = TrainingSet()
     for path in paths:
         p = Path(path)
+        what = ("a training export: JSONL (task_hash/instruction/prompt/messages per line), a JSON list, "
+                "or lines of hashes")
         try:
-            text = p.read_text()
+            text = p.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ManifestError(f"{p}: no such training export") from None
+        except IsADirectoryError:
+            raise ManifestError(f"{p}: is a folder; pass {what} (a dataset export's data.jsonl)") from None
+        except UnicodeDecodeError as e:
+            raise ManifestError(f"{p}: not UTF-8 text (byte {e.start}): a binary file? pass {what}") from None
+        except OSError as e:
+            raise ManifestError(f"{p}: cannot be read ({e.strerror or e}); pass {what}") from None
         ts.sources.append(str(p))
         before = (len(ts.hashes), len(ts.instructions))
         stripped = text.lstrip()

@@ -31,9 +31,11 @@ class BenchTask(BaseModel):
     hash: str = Field(min_length=16, description="Task.hash: what the task is, not what it is called")
     id: str
     category: str | None = None
-    weight: float = Field(1.0, gt=0)
+    #: finite and bounded: an infinite weight (1e999 is valid JSON) or a sum past float's range makes every
+    #: weighted score NaN
+    weight: float = Field(1.0, gt=0, le=1e9, allow_inf_nan=False)
     #: measured when the benchmark was built: mean pass rate over the build runs
-    pass_rate: float | None = None
+    pass_rate: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
 
 
 class Manifest(BaseModel):
@@ -130,6 +132,9 @@ def load_manifest(path: str | Path) -> Manifest:
         raise ManifestError(f"{p}: no such benchmark manifest") from None
     except ValueError as e:
         raise ManifestError(f"{p}: not JSON ({e})") from None
+    except OSError as e:
+        raise ManifestError(f"{p}: cannot be read ({e.strerror or e}); pass the manifest's JSON file") \
+            from None
     if not isinstance(raw, dict):
         raise ManifestError(f"{p}: a benchmark manifest is a JSON object")
     return parse_manifest(raw, str(p))

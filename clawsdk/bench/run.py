@@ -149,7 +149,10 @@ async def bench_run(
     (through $CLAWSDK_JUDGE while the run lasts), else whatever $CLAWSDK_JUDGE says.
     """
     from clawsdk.runtime.runner import new_run_id
+    from clawsdk.sandbox.hostdir import check_root
 
+    # before anything is recorded: a root that cannot hold workspaces makes every rollout unscored
+    check_root(sandbox_config.root if sandbox_config else None)
     if isinstance(benchmark, Manifest):
         manifest, extra, _errors = benchmark, [], []
     else:

@@ -18,6 +18,7 @@ from clawsdk.cli.common import (announce_sandbox, console, db_option, err_consol
 from clawsdk.cli.options import agent_options, json_option, rollout_options
 from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.sandbox.hostdir import check_root
 from clawsdk.store.store import Store
 
 
@@ -44,6 +45,7 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
     Interrupt with Ctrl-C: rollouts in flight are cancelled, their sandboxes removed, and
     `clawsdk run ... --run-id ID` finishes the rest.
     """
+    check_root(sandbox_root)  # before the watch view's child starts, too
     if watch:
         return run_and_watch(run_id, db)
     loaded, errors = load_all(tasks)
@@ -107,7 +109,9 @@ def run_and_watch(run_id: str | None, db: str | None) -> None:
     with open(log, "w") as out:
         child = subprocess.Popen([sys.executable, "-m", "clawsdk", *argv], stdout=out, stderr=subprocess.STDOUT)
         try:
-            click.get_current_context().invoke(watch_command, db=str(db_path), run_id=run_id, interval=0.5)
+            # the child may not have recorded the run yet: the view waits for it
+            click.get_current_context().invoke(watch_command, db=str(db_path), run_id=run_id, interval=0.5,
+                                               wait_for_run=True)
             if child.poll() is None:
                 err_console.print(f"the run goes on: waiting for it (Ctrl-C stops it; resume with --run-id {run_id})")
             child.wait()

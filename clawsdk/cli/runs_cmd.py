@@ -84,6 +84,21 @@ def render_event(e: dict, full: bool) -> str:
     return head + f"{kind} {escape(json.dumps(p)[:500])}"
 
 
+def _earlier_attempt_line(shown: int, last: int, events: list[dict], verdict: dict | None) -> None:
+    """The status line of an attempt before the last: the rollout row holds only the last attempt's
+    status, so this one's ending comes from its own error event and its score from its own verdict."""
+    errors = [e["payload"] for e in events if e["kind"] == "error"]
+    ending = errors[-1].get("kind") if errors else "not recorded"
+    score = "no verdict"
+    if verdict:
+        score = f"verdict {verdict['score']:.2f} ({'passed' if verdict['passed'] else 'failed'})"
+    n_calls = sum(1 for e in events if e["kind"] == "tool_call")
+    console.print(f"an earlier attempt: ending {escape(str(ending))}  {score}  tool calls {n_calls}  "
+                  f"[dim](attempt {shown} of 0..{last}; without --attempt, `show` gives the last one)[/dim]")
+    if errors:
+        console.print(f"[red]{escape(str(errors[-1].get('message')))}[/red]")
+
+
 @click.command("show")
 @click.argument("rollout_id")
 @db_option
@@ -97,19 +112,28 @@ def show_command(rollout_id, db, full, attempt, as_json):
         ro = store.rollout(rollout_id)
         if ro is None:
             raise LookupError(f"no rollout {rollout_id!r} in {store.path}")
-        events = store.events(ro["id"], attempt)
-        verdict = store.verdict(ro["id"], attempt)
+        last = ro["attempt"]
+        if attempt is not None and not 0 <= attempt <= last:
+            raise LookupError(f"rollout {ro['id']} has attempts 0..{last}: --attempt {attempt} is not one")
+        shown = last if attempt is None else attempt
+        events = store.events(ro["id"], shown)
+        verdict = store.verdict(ro["id"], shown)
         task = store.task(ro["task_hash"])
     if as_json:
-        click.echo(json.dumps({"rollout": ro, "events": events, "verdict": verdict}, indent=2, default=str))
+        doc = {"rollout": ro, "attempt": shown, "events": events, "verdict": verdict}
+        click.echo(json.dumps(doc, indent=2, default=str))
         return
     console.print(f"[bold]rollout {ro['id']}[/bold]  run {ro['run_id']}  task {escape(ro['task_id'])} "
-                  f"sample {ro['sample']}  attempt {ro['attempt'] if attempt is None else attempt}")
-    console.print(f"status {ro['status']}  ending {ro['failure_kind']}  reward {fmt_reward(ro['reward'])}  "
-                  f"passed {bool(ro['passed']) if ro['passed'] is not None else '-'}  "
-                  f"tool calls {ro['n_tool_calls']}  {ro['duration_s'] or 0:.2f} s")
-    if ro["error"]:
-        console.print(f"[red]{escape(ro['error'])}[/red]")
+                  f"sample {ro['sample']}  attempt {shown}")
+    if shown == last:
+        passed = bool(ro["passed"]) if ro["passed"] is not None else "-"
+        console.print(f"status {ro['status']}  ending {ro['failure_kind']}  reward {fmt_reward(ro['reward'])}  "
+                      f"passed {passed}  "
+                      f"tool calls {ro['n_tool_calls']}  {ro['duration_s'] or 0:.2f} s")
+        if ro["error"]:
+            console.print(f"[red]{escape(ro['error'])}[/red]")
+    else:
+        _earlier_attempt_line(shown, last, events, verdict)
     if task is not None:
         console.print(f"[dim]instruction:[/dim] {escape(_fold(task.instruction, 0 if full else 6))}")
     console.rule()

@@ -32,6 +32,7 @@ from clawsdk.runtime.rollout import first_leaf
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle
+from clawsdk.sandbox.hostdir import check_root
 from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task
@@ -123,6 +124,7 @@ async def run(
     registry = get_registry()
     the_agent = _load_agent(agent, agent_options or {})
     cfg = sandbox_config or SandboxConfig()
+    check_root(cfg.root)  # a root that cannot hold workspaces: one error now, not every rollout unscored
     sandbox = choose_sandbox(sandbox)
     # fail now, not in every rollout: an unknown backend, or tasks that need what it cannot give
     check_tasks(tasks, registry.get("sandboxes", sandbox)(cfg).capabilities, sandbox)

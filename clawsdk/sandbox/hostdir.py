@@ -50,6 +50,25 @@ def workspace_root(configured: str | None = None) -> Path:
     return root
 
 
+def check_root(configured: str | None = None) -> None:
+    """Refuse a configured root (--sandbox-root, CLAWSDK_SANDBOX_ROOT) that cannot hold workspaces, before a
+    run starts: otherwise every rollout ends sandbox_error (unscored, retried), the run exits 0, and the
+    reason shows only in `clawsdk show`. SandboxError naming the setting."""
+    base = configured or os.environ.get("CLAWSDK_SANDBOX_ROOT")
+    if not base:
+        return  # the default (/dev/shm or tmp): the sandboxes report what goes wrong there
+    name = f"--sandbox-root {base}" if configured else f"CLAWSDK_SANDBOX_ROOT={base}"
+    fix = "point it at a folder you can write to, or leave it unset"
+    if Path(base).exists() and not Path(base).is_dir():
+        raise SandboxError(f"{name}: is a file, not a folder: workspaces cannot be made in it; {fix}")
+    try:
+        root = workspace_root(configured)
+    except OSError as e:
+        raise SandboxError(f"{name}: workspaces cannot be made in it ({e.strerror or e}); {fix}") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise SandboxError(f"{name}: {root} is not writable; {fix}")
+
+
 _swept: set[Path] = set()
 
 

@@ -133,6 +133,13 @@ def test_training_export_as_plain_hash_lines_and_bad_files(tmp_path):
         read_training([bad])
     with pytest.raises(ManifestError, match="no such training export"):
         read_training([tmp_path / "missing.jsonl"])
+    # a binary file or a folder: named, with what to pass instead (was a bare UnicodeDecodeError)
+    binary = tmp_path / "model.safetensors"
+    binary.write_bytes(b"\x00\xff\xfe binary" * 10)
+    with pytest.raises(ManifestError, match=r"safetensors: not UTF-8 text .* pass a training export: JSONL"):
+        read_training([binary])
+    with pytest.raises(ManifestError, match=rf"{tmp_path.name}: is a folder; pass a training export"):
+        read_training([tmp_path])
 
 
 def test_near_duplicates_within_the_pool_keep_the_more_discriminating_one():
@@ -203,3 +210,16 @@ def test_training_export_recorded_in_the_store_is_excluded(tmp_path):
             read_datasets(store, ["nope"])
     r = select(ts, opts(band=None), training=training)
     assert reasons(r) == {"t00": "training_hash", "t01": "training_near_duplicate"}
+
+
+@pytest.mark.parametrize("field,value", [("weight", "1e999"), ("weight", "-1e999"), ("weight", "NaN"),
+                                         ("weight", "1e308"), ("pass_rate", "1e999"), ("pass_rate", "2")])
+def test_a_weight_or_pass_rate_that_is_not_a_finite_number_in_range_names_the_field(tmp_path, field, value):
+    """1e999 is valid JSON (infinity): as a weight it made every score NaN, in --json output too."""
+    ts = [task(i) for i in range(2)]
+    path = select(ts, opts(band=None)).manifest.save(tmp_path / "bench.json")
+    raw = json.loads(path.read_text())
+    raw["tasks"][1][field] = "@@"
+    path.write_text(json.dumps(raw).replace('"@@"', value))
+    with pytest.raises(ManifestError, match=rf"bench.json: tasks.1.{field}: "):
+        load_manifest(path)

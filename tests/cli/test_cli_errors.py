@@ -165,3 +165,94 @@ def test_readers_of_a_store_another_process_is_still_creating_say_so(bad_files, 
         assert_one_line_error(code, out, err, argv)
         assert "being created" in err and "try again" in err, err
     con.close()
+
+
+def test_show_refuses_an_attempt_the_rollout_never_had_and_shows_an_earlier_one_as_it_ended(
+        tmp_path, capsys, monkeypatch):
+    """`show --attempt 7` printed a header "attempt 7" under the last attempt's status and score, and an
+    earlier real attempt showed the last one's `ok 1.00`."""
+    from clawsdk import load_tasks, run_sync
+    from clawsdk.plugins import get_registry
+    from clawsdk_plugins.sandbox_local import LocalSandbox
+    from tests.conftest import make_task
+
+    class FailsOnce(LocalSandbox):
+        failures = 1
+
+        async def start(self, task):
+            if FailsOnce.failures > 0:
+                FailsOnce.failures -= 1
+                raise OSError("disk went away")
+            await super().start(task)
+
+    sandboxes = get_registry().tables["sandboxes"]
+    monkeypatch.setitem(sandboxes, "fails-once", lambda config=None: FailsOnce(config))
+    db = tmp_path / "store.db"
+    tasks = load_tasks(make_task(tmp_path / "tasks")).tasks
+    run_sync(tasks, agent="oracle", sandbox="fails-once", db=db, backoff_s=0.01, run_id="f")
+    with Store(db) as store:
+        [row] = store.rollouts("f")
+    assert row["attempt"] == 1 and row["failure_kind"] == "ok"
+    for bad in ("7", "-1"):
+        argv = ["show", row["id"], "--attempt", bad, "--db", str(db)]
+        code, out, err = call(argv, capsys)
+        assert_one_line_error(code, out, err, argv)
+        assert f"rollout {row['id']} has attempts 0..1" in err, err
+    code, out, err = call(["show", row["id"], "--attempt", "0", "--db", str(db)], capsys)
+    text = " ".join(out.split())
+    assert code == 0, err
+    assert "attempt 0" in text and "ending sandbox_error" in text and "no verdict" in text, text
+    assert "ending ok" not in text and "reward 1.00" not in text and "disk went away" in text
+    code, out, err = call(["show", row["id"], "--db", str(db)], capsys)
+    assert code == 0 and "ending ok reward 1.00" in " ".join(out.split())
+
+
+def test_a_sandbox_root_that_cannot_hold_workspaces_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    """It made every rollout end sandbox_error (unscored, retried) and the run exit 0; the reason showed only
+    in `clawsdk show`."""
+    from tests.conftest import make_task
+
+    make_task(tmp_path / "tasks", "t1")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder\n")
+    db = tmp_path / "store.db"
+    run = ["run", str(tmp_path / "tasks"), "--sandbox", "local", "--db", str(db)]
+    for argv, env, named in ([[*run, "--sandbox-root", str(a_file)], None, "--sandbox-root"],
+                             [[*run, "--sandbox-root", str(a_file / "below")], None, "--sandbox-root"],
+                             [run, str(a_file), "CLAWSDK_SANDBOX_ROOT"]):
+        if env:
+            monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", env)
+        code, out, err = call(argv, capsys)
+        assert_one_line_error(code, out, err, argv)
+        text = " ".join(err.split())
+        assert named in text and str(a_file) in text, text
+        assert "point it at a folder you can write to" in text, text
+        assert not db.exists()  # nothing ran, nothing recorded
+
+
+def test_bench_run_refuses_such_a_sandbox_root_before_it_records_anything(tmp_path, monkeypatch):
+    import anyio
+
+    from clawsdk.bench.run import bench_run
+    from clawsdk.errors import SandboxError
+    from clawsdk.sandbox.base import SandboxConfig
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    db = tmp_path / "store.db"
+    with pytest.raises(SandboxError, match="--sandbox-root .*a-file: is a file, not a folder"):
+        anyio.run(lambda: bench_run(tmp_path / "no-manifest.json",
+                                    sandbox_config=SandboxConfig(root=str(a_file)), db=db))
+    monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(a_file))
+    with pytest.raises(SandboxError, match="CLAWSDK_SANDBOX_ROOT=.*a-file: is a file"):
+        anyio.run(lambda: bench_run(tmp_path / "no-manifest.json", db=db))
+    assert not db.exists()
+
+
+def test_watch_of_a_run_the_store_does_not_hold_says_so_instead_of_waiting(tmp_path, capsys):
+    db = tmp_path / "store.db"
+    Store(db).close()
+    argv = ["watch", "--db", str(db), "--run", "nope"]
+    code, out, err = call(argv, capsys)
+    assert_one_line_error(code, out, err, argv)
+    assert "no run 'nope'" in err and "clawsdk runs" in err, err
