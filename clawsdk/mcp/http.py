@@ -3,13 +3,27 @@ and a uvicorn server that leaves signals to the caller."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import hmac
 import json
+import logging
 import socket
+import time
 from typing import Any
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+log = logging.getLogger(__name__)
+
+#: Open connections one listener keeps; past it a new one is accepted and closed at once. uvicorn has no
+#: such cap (limit_concurrency answers 503 only once a request has arrived), so silent connections used
+#: to pile up until the runner ran out of file descriptors and rollouts in progress failed.
+MAX_CONNECTIONS = 256
+#: Seconds a client has to send a whole request, headers and body; uvicorn never drops a connection that
+#: sends nothing or stops halfway.
+REQUEST_DEADLINE_S = 10.0
 
 
 class BearerAuth:
@@ -42,6 +56,8 @@ def invalid_message(body: bytes) -> str | None:
         msg = json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
         return f"the request body is not JSON ({e})"
+    except RecursionError:  # b"[" * 100000: the decoder recurses once per level
+        return "the request body is nested too deeply"
     if not isinstance(msg, dict):
         return f"the request body must be one JSON-RPC message, a JSON object (got {type(msg).__name__})"
     if msg.get("jsonrpc") != "2.0":
@@ -103,9 +119,103 @@ class ValidBodies:
         await self.app(scope, replay, send)
 
 
-def uvicorn_server(config: Any) -> Any:
-    """A uvicorn server that leaves SIGTERM/SIGINT to `stop_on_signal`: uvicorn's own handler re-raises the
-    signal once it has stopped, which kills the process before open sessions are recorded."""
+class Throttled:
+    """Logs one warning per `every_s` seconds at most, with how many were left out: a flood of them (a
+    connection flood, a process out of file descriptors) must not fill the disk with the same line."""
+
+    def __init__(self, every_s: float = 10.0):
+        self.every_s = every_s
+        self.last = -every_s
+        self.dropped = 0
+
+    def warning(self, msg: str, *args: Any) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every_s:
+            self.dropped += 1
+            return
+        if self.dropped:
+            msg += f" ({self.dropped} more like it in the last {self.every_s:g} s not logged)"
+        self.last, self.dropped = now, 0
+        log.warning(msg, *args)
+
+
+@functools.cache
+def guarded_protocol() -> type:
+    """uvicorn's HTTP protocol with a cap on open connections (MAX_CONNECTIONS) and a deadline for each
+    request to arrive in full (REQUEST_DEADLINE_S); an answer in progress (an event stream, a long tool
+    call) has no deadline."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    refused = Throttled()
+
+    class Guarded(AutoHTTPProtocol):  # type: ignore[misc, valid-type]
+        max_connections = MAX_CONNECTIONS
+        deadline_s = REQUEST_DEADLINE_S
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if len(self.connections) > self.max_connections:
+                refused.warning("refused a connection: %d are open, the most one listener keeps",
+                                self.max_connections)
+                transport.abort()  # no handshake, no TIME_WAIT: the descriptor is free at once
+                return
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self._deadline is None:  # the first bytes of the next request on a kept-alive connection
+                self._arm()
+            super().data_received(data)
+            if self.cycle is not None and not self.cycle.more_body and not self.cycle.response_complete:
+                self._disarm()  # read in full: the app has it
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(self.deadline_s, self._deadline_passed)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _deadline_passed(self) -> None:
+            self._deadline = None
+            cycle = self.cycle
+            waiting = cycle is None or cycle.response_complete or cycle.more_body
+            if waiting and not self.transport.is_closing():
+                self.transport.close()  # the app sees a disconnect if it was reading the body
+
+    return Guarded
+
+
+def _quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    """Out of file descriptors, asyncio logs "socket.accept() out of system resource" with a traceback at
+    every retry of every listener; keep one line per 10 s of it (once per loop)."""
+    previous = loop.get_exception_handler()
+    if getattr(previous, "clawsdk_quiet", False):
+        return
+    throttled = Throttled()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        if context.get("message") == "socket.accept() out of system resource":
+            throttled.warning("cannot accept connections: %s", context.get("exception"))
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    handler.clawsdk_quiet = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(handler)
+
+
+def uvicorn_server(app: Any, **options: Any) -> Any:
+    """A uvicorn server for `app` with the guarded protocol (connection cap, request deadline) that leaves
+    SIGTERM/SIGINT to the caller: uvicorn's own handler re-raises the signal once it has stopped, which
+    kills the process before open sessions are recorded."""
     import uvicorn
 
     class Quiet(uvicorn.Server):
@@ -113,7 +223,11 @@ def uvicorn_server(config: Any) -> Any:
         def capture_signals(self):  # noqa: ANN202
             yield
 
-    return Quiet(config)
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            _quiet_accept_errors(asyncio.get_running_loop())
+            await super().serve(sockets)
+
+    return Quiet(uvicorn.Config(app, http=guarded_protocol(), **{"log_level": "warning", **options}))
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlunparse
 
 import anyio
 
@@ -33,8 +33,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: The largest chat request the proxy takes (413 past it). Long agent contexts run to a few MiB of JSON;
+#: without a cap a 200 MB body sat in memory (1.4 GB of RSS), went upstream and into the store.
+MAX_REQUEST_BODY = 32 * 1024 * 1024
+
 RECORDED_PARAMS = ("model", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "n",
                    "tool_choice", "parallel_tool_calls", "response_format", "logprobs", "top_logprobs", "stream")
+
+
+def public_url(url: str) -> str:
+    """`url` without user, password, query and fragment: what may appear in a message to the agent, a log
+    or the store (http://user:PW@host/v1?key=K used to reach all three as it was given)."""
+    parsed = urlparse(url.strip())
+    host = parsed.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = host + (f":{parsed.port}" if parsed.port else "")
+    return urlunparse((parsed.scheme, netloc, parsed.path, "", "", "")).rstrip("/")
 
 
 def _merge_delta(acc: dict[str, Any], delta: dict[str, Any]) -> None:
@@ -115,6 +129,7 @@ class ModelProxy:
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"upstream {upstream!r} is not an http(s) URL; give e.g. --upstream http://127.0.0.1:8000/v1")
         self.upstream = upstream.strip().rstrip("/")
+        self.shown = public_url(self.upstream)  # what messages and records name
         self.upstream_key = upstream_key
         self.timeout_s = timeout_s
         self.routes: dict[str, Recorder] = {}
@@ -165,16 +180,26 @@ class ModelProxy:
         if scope["method"] != "POST" or not path.endswith("/chat/completions"):
             return await _json(send, 404, {"error": {"message": f"the clawsdk proxy serves POST /v1/chat/completions "
                                                                  f"and GET /v1/models, not {scope['method']} {path}"}})
-        raw = b""
+        chunks, size = [], 0
         while True:
             msg = await receive()
-            raw += msg.get("body", b"")
+            if msg["type"] == "http.disconnect":
+                return
+            chunks.append(msg.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_REQUEST_BODY:  # stop here; uvicorn drops the rest unread, the client gets the 413
+                why = f"the request body is over {MAX_REQUEST_BODY} bytes"
+                return await _json(send, 413, {"error": {"message": why, "type": "invalid_request_error"}})
             if not msg.get("more_body"):
                 break
+        raw = b"".join(chunks)
         try:
             body = json.loads(raw or b"{}")
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             return await _json(send, 400, {"error": {"message": f"the request body is not JSON: {e}",
+                                                     "type": "invalid_request_error"}})
+        except RecursionError:  # b"[" * 100000: the decoder recurses once per level
+            return await _json(send, 400, {"error": {"message": "the request body is nested too deeply",
                                                      "type": "invalid_request_error"}})
         problem = request_problem(body)
         if problem is not None:
@@ -189,7 +214,14 @@ class ModelProxy:
                 r = await client.get(f"{self.upstream}/models", headers=self._upstream_headers())
             await _json(send, r.status_code, r.json())
         except Exception as e:  # noqa: BLE001
-            await _json(send, 502, {"error": {"message": f"upstream {self.upstream}: {type(e).__name__}: {e}"}})
+            msg = self._redact(f"upstream {self.shown}: {type(e).__name__}: {e}")
+            await _json(send, 502, {"error": {"message": msg}})
+
+    def _redact(self, text: str) -> str:
+        """`text` with the upstream URL as it was given (credentials, query) replaced by the public one."""
+        text = text.replace(self.upstream, self.shown)
+        password = urlparse(self.upstream).password
+        return text.replace(password, "***") if password else text
 
     async def _chat(self, body: dict[str, Any], recorder: Recorder, send: Callable) -> None:
         import httpx2
@@ -203,6 +235,8 @@ class ModelProxy:
         # ASCII JSON: a "\udcff" the agent's harness sent loads as a lone surrogate, which no UTF-8 encoder
         # takes; httpx's own encoding raised, and the agent got a 500 for its own request
         data = json.dumps(body).encode()
+        started_answer = False  # whether the client has the response's status line (a stream under way)
+        buffer = ""  # a streamed answer's unfinished line
         try:
             async with httpx2.AsyncClient(timeout=self.timeout_s) as client:
                 if not stream:
@@ -230,9 +264,9 @@ class ModelProxy:
                     await send({"type": "http.response.start", "status": r.status_code,
                                 "headers": [(b"content-type", r.headers.get("content-type", "text/event-stream").encode()),
                                             (b"cache-control", b"no-cache")]})
+                    started_answer = True
                     message: dict[str, Any] = {"role": "assistant", "content": None}
                     meta: dict[str, Any] = {}
-                    buffer = ""
                     async for chunk in r.aiter_text():
                         await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
                         buffer += chunk
@@ -251,12 +285,17 @@ class ModelProxy:
                             payload[key] = meta[key]
                     await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
         except httpx2.HTTPError as e:
-            msg = f"upstream {self.upstream} failed: {type(e).__name__}: {e}"
+            msg = self._redact(f"upstream {self.shown} failed: {type(e).__name__}: {e}")
             self.n_upstream_errors += 1
             await recorder.record("model_response", {"error": msg, "status": 502},
                                   duration_ms=(time.perf_counter() - started) * 1000)
-            if not stream:
-                await _json(send, 502, {"error": {"message": msg, "type": "upstream_error"}})
+            error = {"error": {"message": msg, "type": "upstream_error"}}
+            if not started_answer:  # streamed or not, the client has had nothing yet: the same 502
+                await _json(send, 502, error)
+            else:  # mid-stream: a last event says why it stops, then the stream ends cleanly
+                lead = "\n\n" if buffer else ""  # ends an event the upstream left half sent
+                event = f"{lead}data: {json.dumps(error)}\n\n".encode()
+                await send({"type": "http.response.body", "body": event, "more_body": False})
 
 
 def _bad_upstream(why: str, raw: bytes) -> dict[str, Any]:
@@ -318,9 +357,7 @@ async def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, uds: str 
     """
     import socket
 
-    import uvicorn
-
-    from clawsdk.mcp.serve import bind
+    from clawsdk.mcp.http import bind, uvicorn_server
 
     if uds is not None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -331,9 +368,7 @@ async def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, uds: str 
     else:
         sock = bind(host, port)
         url = f"http://{host}:{sock.getsockname()[1]}"
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign] - the caller owns signals
+    server = uvicorn_server(app, lifespan="on")  # the caller owns signals
     async with anyio.create_task_group() as tg:
         # the socket already listens, so clients may connect now: the kernel queues them until uvicorn accepts
         tg.start_soon(lambda: server.serve(sockets=[sock]))
@@ -360,7 +395,7 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
     started = time.perf_counter()
     async with StoreWriter(db) as writer:
         await writer.put("upsert_run", run_id=run_id, status="running", agent="proxy", sandbox=None, samples=1,
-                         config={"proxy": True, "upstream": upstream})
+                         config={"proxy": True, "upstream": public_url(upstream)})
         await writer.put("upsert_task", task=task)
         await writer.put("start_rollout", rollout_id=rid, run_id=run_id, task_id=task.id, task_hash=task.hash,
                          sample=0, attempt=0, agent="proxy", model=None)

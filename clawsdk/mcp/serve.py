@@ -503,7 +503,6 @@ async def _end_http_sessions(server: Server) -> None:
 async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                      on_ready: Callable[[str, str], None] | None = None, path: str = "/mcp") -> RolloutHost:
     """Serve MCP over streamable HTTP at http://HOST:PORT/mcp until stopped (or max_rollouts ended)."""
-    import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
     token = token or secrets.token_urlsafe(32)
@@ -522,8 +521,7 @@ async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int 
         app = server.streamable_http_app(streamable_http_path=path, transport_security=security, host=host,
                                          session_idle_timeout=config.time_limit + 60)
         # open event streams would hold a graceful shutdown forever; the rollouts are recorded by then
-        uv = uvicorn_server(uvicorn.Config(BearerAuth(ValidBodies(app), token), log_level="warning", lifespan="on",
-                                           timeout_graceful_shutdown=5))
+        uv = uvicorn_server(BearerAuth(ValidBodies(app), token), lifespan="on", timeout_graceful_shutdown=5)
 
         async def watch() -> None:
             await stop.wait()

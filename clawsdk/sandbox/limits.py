@@ -30,6 +30,7 @@ class IsolationOptions:
     mem_mb: int = 4096  # address space per process (bwrap) / container memory (docker)
     nproc: int = 256  # processes per exec (bwrap) / per container (docker)
     file_mb: int = 1024  # largest file a command may write
+    nofile: int = 1024  # open files and sockets per process: no flood of connections to the runner's sockets
     disk_mb: int = 2048  # what the sandbox may write in all (workspace, home); a tmpfs, as root only
     files: int = 131072  # files and folders the sandbox may hold (each costs the host ~1 KiB); as root only
     tmp_mb: int = 512  # docker: /tmp inside (bwrap's /tmp lies in the sandbox root, under disk_mb)
@@ -91,4 +92,6 @@ class IsolationOptions:
             args.append(f"--nproc={self.nproc}")
         if self.file_mb:
             args.append(f"--fsize={self.file_mb * mib}")
+        if self.nofile:
+            args.append(f"--nofile={self.nofile}")
         return args

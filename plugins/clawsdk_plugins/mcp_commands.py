@@ -36,6 +36,32 @@ def _db(db: str | None) -> Path:
     return Path(db) if db else default_db_path()
 
 
+#: The shortest bearer token --token-env may give: a one-character token is guessed at the first try.
+MIN_TOKEN_LENGTH = 16
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _token_from_env(token_env: str | None) -> str | None:
+    """The bearer token in $TOKEN_ENV (None without --token-env); refuses one that is unset or too short,
+    since the server would otherwise start with a token nobody is shown, or one anybody can guess."""
+    if not token_env:
+        return None
+    token = os.environ.get(token_env)
+    if not token:
+        raise click.ClickException(f"--token-env {token_env}: that environment variable is empty")
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise click.ClickException(
+            f"--token-env {token_env}: the token has {len(token)} characters; use at least "
+            f"{MIN_TOKEN_LENGTH} (e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'), "
+            "or drop --token-env for a fresh one")
+    return token
+
+
+def _exposure_warning(host: str, what: str) -> None:
+    if host not in LOOPBACK:
+        _err(f"warning: binding {host} exposes {what} beyond this machine (the token still applies)")
+
+
 def _local_warning(chosen: bool) -> str:
     """What the `local` sandbox exposes to the agent it serves, in one line."""
     who = "root" if os.geteuid() == 0 else f"uid {os.geteuid()}"
@@ -101,11 +127,8 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
         if host_obj.interrupted:
             raise SystemExit(130)
         return
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        _err(f"warning: binding {host} exposes the task's tools beyond this machine (the token still applies)")
-    token = os.environ.get(token_env) if token_env else None
-    if token_env and not token:
-        raise click.ClickException(f"--token-env {token_env}: that environment variable is empty")
+    token = _token_from_env(token_env)
+    _exposure_warning(host, "the task's tools")
 
     def ready(url: str, tok: str) -> None:
         # one JSON line on stdout (scripts read it), the human version on stderr
@@ -150,15 +173,16 @@ def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, 
     response is recorded as model_request/model_response events of one rollout in the store."""
     import anyio
 
-    from clawsdk.mcp.proxy import run_proxy
+    from clawsdk.mcp.proxy import public_url, run_proxy
 
+    token = _token_from_env(token_env)
     the_task = _one_task(task_spec) if task_spec else None
-    token = os.environ.get(token_env) if token_env else None
+    _exposure_warning(host, "the proxy, and through it the upstream and its key,")
 
     def ready(url: str, tok: str, rid: str) -> None:
         click.echo(json.dumps({"base_url": url, "token": None if token_env else tok, "rollout_id": rid}))
         sys.stdout.flush()
-        _err(f"clawsdk proxy: {url} -> {upstream}; recording rollout {rid} in {_db(db)}")
+        _err(f"clawsdk proxy: {url} -> {public_url(upstream)}; recording rollout {rid} in {_db(db)}")
         if not token_env:
             _err(f"api key for clients (shown once): {tok}")
 

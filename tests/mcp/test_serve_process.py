@@ -85,7 +85,8 @@ def test_malformed_bodies_get_400_with_the_reason(tmp_path, db):
              b'{"id": 1, "method": "ping"}': '"jsonrpc": "2.0"',
              b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": []}': '"params" of initialize',
              b'{"jsonrpc": "2.0", "id": {}, "method": "ping"}': '"id" must be',
-             b'{"jsonrpc": "2.0"}': "neither a request"}
+             b'{"jsonrpc": "2.0"}': "neither a request",
+             b"[" * 100000: "nested too deeply"}  # was a 500 with a RecursionError traceback
     try:
         for body, why in cases.items():
             r = httpx2.post(info["url"], content=body, headers=headers)

@@ -10,7 +10,8 @@ import anyio
 import httpx2
 import pytest
 
-from clawsdk.mcp.proxy import ModelProxy, serving
+from clawsdk.mcp import proxy as proxy_module
+from clawsdk.mcp.proxy import ModelProxy, public_url, serving
 from clawsdk.runtime.recorder import Recorder
 from tests.asgi import request_body
 
@@ -76,6 +77,7 @@ BAD_REQUESTS = [
     (json.dumps({"messages": HI, "model": 7}).encode(), "`model` must be a string, got int"),
     (b"{not json", "the request body is not JSON"),
     (b"\xff\xfe\x00garbage", "the request body is not JSON"),
+    (b"[" * 100000, "the request body is nested too deeply"),  # was a 500 with a RecursionError traceback
 ]
 
 
@@ -133,3 +135,90 @@ def test_a_lone_surrogate_escape_in_the_body_goes_upstream_as_it_came(caplog):
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "hello", r.text
     assert upstream.calls == 1
     no_traceback(caplog)
+
+
+def test_a_body_over_the_limit_is_413_and_is_neither_read_on_nor_forwarded(caplog, monkeypatch):
+    """A 200 MB body took the proxy to 1.4 GB of memory, then went upstream and into the store."""
+    monkeypatch.setattr(proxy_module, "MAX_REQUEST_BODY", 1024 * 1024, raising=False)
+    upstream = Upstream()
+    big = json.dumps({"messages": HI, "pad": "x" * (8 * 1024 * 1024)}).encode()
+    answers, recorder = exchange(upstream, [(big, None), (json.dumps({"messages": HI}).encode(), None)])
+    assert answers[0].status_code == 413, answers[0].text[:200]
+    assert answers[0].json()["error"]["message"] == "the request body is over 1048576 bytes"
+    assert answers[1].status_code == 200  # the next request (a new connection) is served as ever
+    assert upstream.calls == 1
+    assert [e["kind"] for e in recorder.transcript()] == ["model_request", "model_response"]
+    no_traceback(caplog)
+
+
+class DiesMidStream:
+    """An upstream on a raw socket: a streamed answer's headers and first chunk, half an event, then it hangs
+    up (a crashed vLLM)."""
+
+    async def serve(self, task_status=anyio.TASK_STATUS_IGNORED):
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        task_status.started(f"http://127.0.0.1:{port}/v1")
+
+        async def handle(conn):
+            async with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += await conn.receive()
+                first = b'data: {"choices": [{"index": 0, "delta": {"content": "par"}}]}\n\ndata: {"cho'
+                head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                        b"transfer-encoding: chunked\r\n\r\n")
+                await conn.send(head + b"%x\r\n" % len(first) + first + b"\r\n")
+                await anyio.sleep(0.2)  # then gone, without the last chunk
+
+        await listener.serve(handle)
+
+
+def _stream(upstream_url: str) -> tuple[httpx2.Response, Recorder]:
+    recorder = Recorder(None, "r-stream")
+
+    async def go():
+        with anyio.fail_after(30):
+            proxy = ModelProxy(upstream_url)
+            token = proxy.register(recorder)
+            async with serving(proxy) as url, httpx2.AsyncClient(timeout=10) as client:
+                return await client.post(f"{url}/v1/chat/completions", json={"messages": HI, "stream": True},
+                                         headers={"authorization": f"Bearer {token}"})
+
+    return anyio.run(go), recorder
+
+
+def test_a_streamed_request_to_a_dead_upstream_gets_the_same_502_as_an_unstreamed_one(caplog):
+    r, recorder = _stream("http://127.0.0.1:9/v1")  # nothing listens on the discard port
+    assert r.status_code == 502, r.text  # was a bare 500: no response had been started
+    error = r.json()["error"]
+    assert error["type"] == "upstream_error" and "failed: ConnectError" in error["message"]
+    assert recorder.transcript()[-1]["payload"]["status"] == 502
+    no_traceback(caplog)
+
+
+def test_a_stream_the_upstream_breaks_off_ends_with_an_error_event(caplog):
+    async def go():
+        async with anyio.create_task_group() as tg:
+            up = DiesMidStream()
+            url = await tg.start(up.serve)
+            result = await anyio.to_thread.run_sync(_stream, url)
+            tg.cancel_scope.cancel()
+            return result
+
+    r, recorder = anyio.run(go)
+    assert r.status_code == 200 and r.text.startswith('data: {"choices"'), r.text
+    last = [line for line in r.text.split("\n") if line.startswith("data: ")][-1]
+    error = json.loads(last[len("data: "):])["error"]
+    assert error["type"] == "upstream_error" and "failed" in error["message"], r.text
+    assert recorder.transcript()[-1]["payload"]["status"] == 502
+    no_traceback(caplog)
+
+
+def test_credentials_in_the_upstream_url_reach_neither_the_client_nor_the_record(caplog):
+    assert public_url("http://user:PW@example.com:8000/v1/?key=K#f") == "http://example.com:8000/v1"
+    assert public_url("https://[::1]/v1") == "https://[::1]/v1"
+    r, recorder = _stream("http://user:SECRETPW@127.0.0.1:9/v1?key=QSECRET")
+    seen = r.text + json.dumps(recorder.transcript()) + caplog.text
+    assert r.status_code == 502 and "http://127.0.0.1:9/v1" in r.text, r.text
+    assert "SECRETPW" not in seen and "QSECRET" not in seen and "user" not in r.text, seen

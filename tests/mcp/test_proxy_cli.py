@@ -1,0 +1,85 @@
+"""`clawsdk proxy` and `clawsdk serve --http` as users start them: a --token-env that is unset or too short is
+refused (before, the proxy started with a random token nobody was shown, and both took a one-character
+token), binding beyond loopback is warned about, and credentials in --upstream reach neither stderr nor the
+store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+
+import httpx2
+import pytest
+
+from tests.conftest import make_task
+from tests.mcp.serve_proc import CLAWSDK
+
+
+def _start(args: list[str], env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([CLAWSDK, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def _refused(proc: subprocess.Popen) -> tuple[int, str]:
+    """The exit status and stderr of a command that should refuse at once; one still running has failed."""
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        pytest.fail(f"it started instead of refusing: {err}")
+    return proc.returncode, err
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    return err
+
+
+PROXY = ["proxy", "--upstream", "http://127.0.0.1:9/v1", "--port", "0"]
+
+
+@pytest.mark.parametrize("value,why", [(None, "that environment variable is empty"),
+                                       ("x", "the token has 1 characters; use at least 16")])
+def test_proxy_refuses_a_token_env_that_is_unset_or_too_short(tmp_path, value, why):
+    env = {"PROXY_TOKEN": value} if value else {}
+    code, err = _refused(_start([*PROXY, "--token-env", "PROXY_TOKEN", "--db", str(tmp_path / "p.db")], env))
+    assert code == 1 and why in err, err
+
+
+def test_serve_refuses_a_token_shorter_than_16_characters(tmp_path):
+    task = make_task(tmp_path, "tok")
+    args = ["serve", str(task), "--http", "--port", "0", "--sandbox", "local", "--token-env", "SERVE_TOKEN",
+            "--db", str(tmp_path / "s.db")]
+    code, err = _refused(_start(args, {"SERVE_TOKEN": "short-token"}))
+    assert code == 1 and "the token has 11 characters; use at least 16" in err, err
+
+
+def test_proxy_warns_when_it_binds_beyond_loopback(tmp_path):
+    proc = _start([*PROXY, "--host", "0.0.0.0", "--db", str(tmp_path / "p.db")])
+    info = json.loads(proc.stdout.readline())
+    err = _stop(proc)
+    assert info["base_url"].startswith("http://0.0.0.0:")
+    assert "warning: binding 0.0.0.0 exposes the proxy" in err, err
+
+
+def test_upstream_credentials_reach_neither_stderr_nor_the_store(tmp_path):
+    db = tmp_path / "p.db"
+    proc = _start(["proxy", "--upstream", "http://user:SECRETPW@127.0.0.1:9/v1?key=QSECRET", "--port", "0",
+                   "--db", str(db)])
+    info = json.loads(proc.stdout.readline())
+    body = {"messages": [{"role": "user", "content": "x"}]}
+    r = httpx2.post(info["base_url"] + "/chat/completions", json=body,
+                    headers={"Authorization": f"Bearer {info['token']}"}, timeout=30)
+    err = _stop(proc)
+    assert r.status_code == 502 and "SECRETPW" not in r.text and "QSECRET" not in r.text, r.text
+    assert "SECRETPW" not in err and "QSECRET" not in err and "-> http://127.0.0.1:9/v1;" in err, err
+    con = sqlite3.connect(db)
+    rows = [*con.execute("SELECT config FROM runs"), *con.execute("SELECT payload FROM events")]
+    con.close()
+    assert rows and not [r for r in rows if "SECRETPW" in r[0] or "QSECRET" in r[0]], rows
+    assert json.loads(rows[0][0])["upstream"] == "http://127.0.0.1:9/v1"
