@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -61,18 +63,62 @@ def test_db_serve_says_how_to_install_datasette_when_it_is_missing(store, monkey
     assert "datasette is not installed; install it with `pip install datasette`" in " ".join(res.output.split())
 
 
-def test_db_serve_runs_datasette_on_the_store_with_the_metadata(store, tmp_path):
+def fake_datasette(tmp_path, then: str = "") -> tuple[dict, object]:
+    """A `datasette` on PATH that records its arguments, its metadata and where that lay, then runs `then`."""
     record = tmp_path / "args.json"
     fake = tmp_path / "bin" / "datasette"
     fake.parent.mkdir()
-    fake.write_text(f"#!{sys.executable}\nimport json, sys\nargs = sys.argv[1:]\n"
-                    f"meta = json.load(open(args[args.index('--metadata') + 1]))\n"
-                    f"json.dump({{'args': args, 'meta': meta}}, open({str(record)!r}, 'w'))\n")
+    fake.write_text(f"#!{sys.executable}\nimport json, sys, time\nargs = sys.argv[1:]\n"
+                    f"path = args[args.index('--metadata') + 1]\n"
+                    f"json.dump({{'args': args, 'meta': json.load(open(path)), 'path': path}}, "
+                    f"open({str(record)!r}, 'w'))\n{then}\n")
     fake.chmod(0o755)
-    env = {**os.environ, "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}"}
-    out = subprocess.run([sys.executable, "-m", "clawsdk", "db", "serve", "--db", str(store), "--port", "8123"],
-                         env=env, capture_output=True, text=True, timeout=120)
+    return {**os.environ, "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}"}, record
+
+
+def serve(store, env, *args, **kw):
+    return subprocess.run([sys.executable, "-m", "clawsdk", "db", "serve", "--db", str(store), *args],
+                          env=env, capture_output=True, text=True, timeout=120, **kw)
+
+
+def test_db_serve_runs_datasette_on_the_store_with_the_metadata(store, tmp_path):
+    env, record = fake_datasette(tmp_path)
+    out = serve(store, env, "--port", "8123")
     assert out.returncode == 0, out.stderr
     got = json.loads(record.read_text())
     assert got["args"][:3] == ["serve", "--immutable", str(store)] and "8123" in got["args"]
     assert "pass_rate_by_run" in got["meta"]["databases"]["store"]["queries"]
+
+
+def test_db_serve_needs_a_login_and_leaves_no_metadata_folder_behind(store, tmp_path):
+    """Datasette served the store, hidden verifier files included, to anyone who could reach the port; and
+    each call left a /tmp/clawsdk-datasette-* folder (datasette was exec'd, so nothing removed it)."""
+    env, record = fake_datasette(tmp_path)
+    out = serve(store, env)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(record.read_text())
+    assert got["meta"]["allow"] == {"id": "root"} and "--root" in got["args"]  # --root prints the login URL
+    assert not os.path.exists(got["path"]) and not os.path.exists(os.path.dirname(got["path"]))
+
+
+def test_db_serve_passes_sigterm_on_and_still_removes_the_metadata(store, tmp_path):
+    then = "import signal\nsignal.signal(signal.SIGTERM, lambda *a: sys.exit(3))\ntime.sleep(60)"
+    env, record = fake_datasette(tmp_path, then)
+    proc = subprocess.Popen([sys.executable, "-m", "clawsdk", "db", "serve", "--db", str(store)], env=env)
+    deadline = time.monotonic() + 60
+    while not record.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)  # the fake's handler is set
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 3  # the child's own exit status
+    assert not os.path.exists(json.loads(record.read_text())["path"])
+
+
+def test_db_serve_refuses_an_address_beyond_loopback_unless_told(store, tmp_path):
+    env, record = fake_datasette(tmp_path)
+    out = serve(store, env, "--host", "0.0.0.0")
+    assert out.returncode == 1 and "--public" in out.stderr and not record.exists()
+    out = serve(store, env, "--host", "0.0.0.0", "--public")
+    assert out.returncode == 0 and "warning: --public" in out.stderr, out.stderr
+    assert "0.0.0.0" in json.loads(record.read_text())["args"]
+    assert serve(store, env, "--host", "127.0.0.2").returncode == 0  # all of 127/8 is loopback
