@@ -266,8 +266,8 @@ class ChecksVerifier(Verifier):
             return None
 
     async def _exec(self, command: str, ctx: VerifyContext, limit: float, *, stage: str,
-                    stdin: bytes | None = None, cwd: str | None = None) -> ExecResult:
-        result = await ctx.sandbox.exec(command, timeout=limit, stdin=stdin, cwd=cwd)
+                    stdin: bytes | None = None) -> ExecResult:
+        result = await ctx.sandbox.exec(command, timeout=limit, stdin=stdin)
         await ctx.recorder.record(
             "sandbox_exec",
             {"command": command, "stage": stage, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
@@ -285,22 +285,22 @@ class ChecksVerifier(Verifier):
         return ctx.deadline - anyio.current_time() - margin
 
     async def _slow_untouched(self, c: Any, ctx: VerifyContext) -> bool:
-        """Whether the command also runs past the verifier's time on the task's untouched files (copied into
-        a folder of the workspace, its working folder): then the slowness is the check's own."""
+        """Whether the command also runs past the verifier's time on the task's untouched files: then the
+        slowness is the check's own. The copy goes beside the hidden files, whose folders the agent cannot
+        write: in the workspace, a tool that looks for its configuration in the folders above (pytest's
+        conftest.py, git's .git/config) would find the agent's and hang there too, unscored."""
         import secrets
+        import shlex
 
-        folder = f".clawsdk-untouched-{secrets.token_hex(4)}"
-        try:
-            for f in ctx.task.workspace:
-                await ctx.sandbox.write(f"{folder}/{f.path}", f.data, executable=f.executable)
-            if not ctx.task.workspace:
-                await ctx.sandbox.exec(["mkdir", "--", folder], timeout=30)
-            left = self._time_left(ctx)
-            return left <= 0 or (await self._exec(c.run, ctx, left, stage="run on the untouched task",
-                                                  cwd=folder)).timed_out
-        finally:
-            with anyio.CancelScope(shield=True):
-                await ctx.sandbox.exec(["rm", "-rf", "--", folder], timeout=60)
+        from clawsdk.tasks.model import File
+
+        folder = f".untouched-{secrets.token_hex(4)}"
+        keep = File(path=f"{folder}/.keep", text="")  # the folder, for a task with no files
+        where = await ctx.sandbox.inject_hidden(
+            [keep, *(f.model_copy(update={"path": f"{folder}/{f.path}"}) for f in ctx.task.workspace)])
+        left = self._time_left(ctx)
+        command = f"cd -- {shlex.quote(where.rstrip('/') + '/' + folder)} && {c.run}"
+        return left <= 0 or (await self._exec(command, ctx, left, stage="run on the untouched task")).timed_out
 
     async def _run(self, c: Any, ctx: VerifyContext, index: int) -> tuple[float, str]:
         if c.type == "command":

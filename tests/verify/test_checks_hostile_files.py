@@ -90,3 +90,18 @@ def test_a_command_check_slow_on_the_untouched_task_too_stays_unscored(tmp_path)
                                 extra={"limits": {"verifier_timeout_s": 6}})).tasks[0]
     [o] = run_sync([task], agent="oracle", db=tmp_path / "r.db", retries=0).outcomes
     assert o.kind.value == "verifier_timeout" and "untouched files too" in o.error, o
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_the_untouched_run_does_not_see_the_agents_files_above_it(tmp_path, backend):
+    """Like pytest (conftest.py) or git (.git/config), a check may look for its configuration in the folders
+    above its own. A copy of the untouched task inside the workspace found the agent's, hung there too, and
+    the rollout ended unscored; beside the hidden files it finds none, and the agent's hang scores 0."""
+    skip_unless_available(backend)
+    find_rc = ('p=$PWD; while [ "$p" != / ]; do if [ -f "$p/.checkrc" ]; then . "$p/.checkrc"; break; fi; '
+               'p=$(dirname "$p"); done; test -f done.txt')
+    task = load_tasks(make_task(tmp_path / "t", "t", checks=[{"type": "command", "run": find_rc}],
+                                extra={"limits": {"verifier_timeout_s": 8}})).tasks[0]
+    hang = {"tool": "write", "args": {"path": ".checkrc", "content": "sleep 60\n"}}
+    [o] = run_sync([task], agent=ScriptedAgent([hang]), sandbox=backend, db=tmp_path / "r.db", retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.0), o
