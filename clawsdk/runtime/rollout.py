@@ -66,11 +66,18 @@ async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Reg
     started = time.perf_counter()
     factory = registry.get("verifiers", task.verifier.type)
     verifier = factory(task.verifier)
+    try:
+        # before the verifier's clock: what end_turn has to clean is the agent's (a tree built to be slow to
+        # walk ran the verification out of time, unscored), and end_turn keeps to a budget of its own
+        await _end_turn(sandbox, recorder)
+    except RolloutError:
+        raise
+    except Exception as e:
+        raise VerifierError(f"ending the agent's turn failed: {type(e).__name__}: {e}") from e
     ctx = VerifyContext(task=task, sandbox=sandbox, recorder=recorder, transcript=transcript,
                         deadline=anyio.current_time() + task.limits.verifier_timeout_s)
     try:
         with anyio.fail_after(task.limits.verifier_timeout_s):
-            await _end_turn(sandbox, recorder)
             if await verifier.before_hidden(ctx):
                 await _end_turn(sandbox, recorder)  # what the agent's code left running must not see them
             if task.hidden:

@@ -106,9 +106,11 @@ class Tree:
         raise PathEscapeError(f"path {path!r} leads outside the {self.what} (a symlink to {target!r})")
 
     def _walk(self, path: str, *, allow_root: bool = False, make_parents: bool = False,
-              follow_last: bool = True) -> _Spot:
-        """Walk `path` from a fresh root descriptor; the caller closes the returned `fd`."""
-        parts = deque(self._split(path, allow_root))
+              follow_last: bool = True, names: list[str] | None = None) -> _Spot:
+        """Walk `path` from a fresh root descriptor; the caller closes the returned `fd`. `names`: the path's
+        components as the folders hold them (a name may hold a backslash, which `path` would read as a
+        separator), for the walks of `scrub`."""
+        parts = deque(names if names is not None else self._split(path, allow_root))
         try:
             root_fd = os.open(self.root, O_DIR)
         except OSError as e:
@@ -214,7 +216,8 @@ class Tree:
                         if not mode & 0o400:
                             _chmod(fd, name, stat.S_IMODE(mode) | 0o400, O_READ)
                     elif stat.S_ISLNK(mode):
-                        if time.monotonic() > deadline or not self._inside(path):
+                        target = _readlink(fd, name) or ""
+                        if time.monotonic() > deadline or not self._inside(path, target):
                             _unlink(fd, name, path, removed)
                     else:  # fifo, socket, device
                         _unlink(fd, name, path, removed)
@@ -223,19 +226,27 @@ class Tree:
         return sorted(removed)
 
     def _move_out(self, folders: list[str], aside: str, removed: list[str]) -> None:
+        """Move `folders` (none inside another: the walk's queue) to `aside`, opening each parent once: their
+        parents were all walked, so this costs no more than the walk did."""
         os.makedirs(aside, mode=0o700, exist_ok=True)
+        by_parent: dict[str, list[str]] = {}
+        for rel in folders:
+            parent, _, name = rel.rpartition("/")
+            by_parent.setdefault(parent, []).append(name)
         to = os.open(aside, O_DIR)
         try:
-            for i, rel in enumerate(folders):
-                parent, _, name = rel.rpartition("/")
+            for parent, names in by_parent.items():
                 fd = self._open_folder(parent)
                 if fd is None:
                     continue
                 try:
-                    os.rename(name, str(i), src_dir_fd=fd, dst_dir_fd=to)
-                    removed.append(f"{rel}/ (not walked in time)")
-                except OSError:
-                    pass
+                    for name in names:
+                        try:
+                            os.rename(name, secrets.token_hex(8), src_dir_fd=fd, dst_dir_fd=to)
+                            removed.append(f"{parent}/{name}/ (not walked in time)" if parent
+                                           else f"{name}/ (not walked in time)")
+                        except OSError:
+                            pass
                 finally:
                     os.close(fd)
         finally:
@@ -268,12 +279,13 @@ class Tree:
                     os.fchmod(fd, stat.S_IMODE(st.st_mode) | 0o500)
         return fd
 
-    def _inside(self, path: str) -> bool:
-        """Whether the symlink `path` resolves inside the tree (a dangling one to a path inside does)."""
+    def _inside(self, path: str, target: str) -> bool:
+        """Whether the symlink `path` (to `target`) resolves inside the tree. A dangling one does only if its
+        target climbs no `..`: `x -> d/../../etc/passwd` would leave the tree once a verifier makes `d`."""
         try:
-            spot = self._walk(path)
+            spot = self._walk(path, names=path.split("/"))
         except (FileNotFoundError, NotADirectoryError):
-            return True
+            return ".." not in target.split("/")
         except (PathEscapeError, OSError):  # out, above the root, or too many links
             return False
         os.close(spot.fd)

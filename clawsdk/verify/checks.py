@@ -289,17 +289,15 @@ class ChecksVerifier(Verifier):
         slowness is the check's own. The copy goes beside the hidden files, whose folders the agent cannot
         write: in the workspace, a tool that looks for its configuration in the folders above (pytest's
         conftest.py, git's .git/config) would find the agent's and hang there too, unscored."""
-        import secrets
         import shlex
 
-        from clawsdk.tasks.model import File
+        from clawsdk.verify.untouched import untouched_copy
 
-        folder = f".untouched-{secrets.token_hex(4)}"
-        keep = File(path=f"{folder}/.keep", text="")  # the folder, for a task with no files
-        where = await ctx.sandbox.inject_hidden(
-            [keep, *(f.model_copy(update={"path": f"{folder}/{f.path}"}) for f in ctx.task.workspace)])
+        where = await untouched_copy(ctx, ctx.task.workspace)
+        if where is None:  # the agent filled its disk: its files are what failed
+            return False
         left = self._time_left(ctx)
-        command = f"cd -- {shlex.quote(where.rstrip('/') + '/' + folder)} && {c.run}"
+        command = f"cd -- {shlex.quote(where)} && {c.run}"
         return left <= 0 or (await self._exec(command, ctx, left, stage="run on the untouched task")).timed_out
 
     async def _run(self, c: Any, ctx: VerifyContext, index: int) -> tuple[float, str]:

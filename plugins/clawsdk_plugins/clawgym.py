@@ -18,6 +18,8 @@ it can neither block the scripts (which would leave the rollout unscored) nor re
 
 from __future__ import annotations
 
+import base64
+
 import json
 import math
 import re
@@ -36,6 +38,7 @@ from clawsdk.tasks.categories import fill_missing_category
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import (Budget, ReadLimits, check_instruction, guarded, lexists, parse_json, read_text,
                                    read_tree)
+from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 ENTRY_FILE = "data_entry.json"
@@ -519,7 +522,7 @@ class ClawGymVerifier(Verifier):
                 await ctx.recorder.record("verifier", {"check": spec.script, "score": 0.0, "detail": reason})
                 return Verdict(verifier=self.name, score=0.0, passed=False, detail=reason[:4000])
             result = await self._reward(ctx, ws, f"bash {spec.script}")
-            if result.timed_out and not (await self._reward_untouched(ctx, files, mount)).timed_out:
+            if result.timed_out and not await self._reward_untouched(ctx, files, mount):
                 # slowed by what the agent left (a 200,000-digit report under check.py's regex): its failure
                 score, why = None, f"{spec.script} did not finish within {spec.timeout_s:g} s on the agent's " \
                                    f"files (on the task's untouched files it did)"
@@ -571,21 +574,16 @@ class ClawGymVerifier(Verifier):
         )
         return result
 
-    async def _reward_untouched(self, ctx: VerifyContext, files: list[File], mount: str) -> Any:
-        """reward.sh on the task as it stood before the agent: its initial files and the reward scripts,
-        copied into a folder of the workspace, which stands in for the workspace."""
-        import secrets
-
-        folder = f".clawsdk-untouched-{secrets.token_hex(4)}"
-        ws = f"{ctx.sandbox.workspace_path.rstrip('/')}/{folder}"
-        try:
-            for f in ctx.task.workspace:
-                await ctx.sandbox.write(f"{folder}/{f.path}", f.data, executable=f.executable)
-            for f in files:
-                await ctx.sandbox.write(f"{folder}/{f.path}", _rewrite(f.data, mount, ws), executable=f.executable)
-            return await self._reward(ctx, ws, f"bash {self.spec.script} (the untouched task)")
-        finally:
-            await ctx.sandbox.exec(["rm", "-rf", "--", folder], timeout=60)
+    async def _reward_untouched(self, ctx: VerifyContext, files: list[File], mount: str) -> bool:
+        """Whether reward.sh also runs past its time on the task as it stood before the agent: its initial
+        files and the reward scripts, copied beside the hidden files (no folder above them is the agent's),
+        standing in for the workspace. False when the copy cannot be written: the agent filled its disk."""
+        where = await untouched_copy(ctx, ctx.task.workspace, lambda ws: [
+            File(path=f.path, b64=base64.b64encode(_rewrite(f.data, mount, ws)).decode(), executable=f.executable)
+            for f in files])
+        if where is None:
+            return False
+        return (await self._reward(ctx, where, f"bash {self.spec.script} (the untouched task)")).timed_out
 
     async def _place(self, sandbox: Any, files: list[File], mount: str, ws: str,
                      written: list[str]) -> tuple[str, str]:

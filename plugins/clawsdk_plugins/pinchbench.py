@@ -36,6 +36,7 @@ from clawsdk.hookspecs import hookimpl
 from clawsdk.sandbox.paths import normalize_relative
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
+from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 from clawsdk_plugins.clawgym import validated_task
 
@@ -504,20 +505,13 @@ class PinchBenchVerifier(Verifier):
         return parse_grade_output(result.stdout + ("\n" + result.stderr if not result.stdout else ""), ctx.task.id)
 
     async def _grade_untouched(self, ctx: VerifyContext) -> dict[str, Any]:
-        """grade() as the task stood before the agent: its initial files (copied into a folder of the
-        workspace) and a transcript of the instruction alone."""
-        import secrets
-
-        folder = f".clawsdk-untouched-{secrets.token_hex(4)}"
-        try:
-            for f in ctx.task.workspace:
-                await ctx.sandbox.write(f"{folder}/{f.path}", f.data, executable=f.executable)
-            if not ctx.task.workspace:
-                await ctx.sandbox.exec(["mkdir", "--", folder], timeout=30)
-            return await self._grade(ctx, f"{ctx.sandbox.workspace_path.rstrip('/')}/{folder}",
-                                     to_transcript([], ctx.task.instruction), "grade() of the untouched task")
-        finally:
-            await ctx.sandbox.exec(["rm", "-rf", "--", folder], timeout=60)
+        """grade() as the task stood before the agent: its initial files, copied beside the hidden files
+        (no folder above them is the agent's), and a transcript of the instruction alone. {} when the copy
+        cannot be written: the agent filled its disk, and its files are what failed."""
+        where = await untouched_copy(ctx, ctx.task.workspace)
+        if where is None:
+            return {}
+        return await self._grade(ctx, where, to_transcript([], ctx.task.instruction), "grade() of the untouched task")
 
 
 @hookimpl

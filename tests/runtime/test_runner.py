@@ -183,3 +183,20 @@ def test_no_workspace_is_left_behind(tmp_path, db, monkeypatch):
     run_sync(tasks, agent=Raises(), samples=4, db=db, sandbox="local")
     leftovers = [p for p in root.rglob("*") if p.name.startswith("sb-")]
     assert leftovers == []
+
+
+def test_the_end_of_the_agents_turn_is_not_on_the_verifiers_clock(tmp_path, db, monkeypatch):
+    """end_turn cleans what the agent left; a tree built to be slow to clean ran the verification out of
+    time (unscored). It runs before the verifier's clock starts, within a budget of its own."""
+    from clawsdk_plugins.sandbox_local import LocalSandbox
+
+    original = LocalSandbox.end_turn
+
+    async def slow(self):
+        await anyio.sleep(1.5)  # what a slow workspace costs, longer than the whole verifier may take
+        return await original(self)
+
+    monkeypatch.setattr(LocalSandbox, "end_turn", slow)
+    tasks = tasks_in(make_task(tmp_path, extra={"limits": {"verifier_timeout_s": 1}}))
+    [o] = run_sync(tasks, agent="oracle", sandbox="local", db=db, retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 1.0), o

@@ -440,3 +440,21 @@ def test_a_grader_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_st
     always_slow = slow_check.replace("text = open(p).read() if os.path.exists(p) else ''", "text = '1' * 40")
     o, _ = run_one(with_check("own", always_slow), ScriptedAgent([answer()]), tmp_path / "own.db", backend)
     assert o.kind.value == "verifier_timeout" and "untouched files too" in (o.error or ""), o
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+def test_a_backslash_in_a_folder_name_does_not_hide_a_link_from_end_turn(tmp_path, backend):
+    """end_turn read `a\\b/answer.txt` as `a/b/answer.txt`, found nothing there, and kept the link as one
+    dangling inside: out -> a\\b, and out/answer.txt read the hidden answer, 1.0."""
+    skip_unless_available(backend)
+    import clawsdk.tasks.model as model
+
+    task = model.Task.model_validate({
+        "id": "t-backslash", "instruction": "Write the answer to out/answer.txt.",
+        "hidden": [{"path": "expected.txt", "text": "secret 42\n"}],
+        "verifier": {"type": "checks", "checks": [
+            {"type": "command", "name": "cmp", "run": 'cmp -s out/answer.txt "$CLAWSDK_HIDDEN/expected.txt"'}]}})
+    make = "mkdir 'a\\b' && ln -s /clawsdk/hidden/expected.txt 'a\\b/answer.txt' && ln -s 'a\\b' out"
+    agent = ScriptedAgent([{"tool": "exec", "args": {"command": make}}])
+    [o] = run_sync([task], agent=agent, sandbox=backend, db=tmp_path / "r.db", retries=0).outcomes
+    assert (o.kind.value, o.reward) == ("ok", 0.0), o

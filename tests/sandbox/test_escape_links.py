@@ -195,5 +195,23 @@ def test_scrub_out_of_time_removes_every_link_and_moves_unwalked_folders_out(tmp
     removed = Tree(w, aliases=(str(w),)).scrub(str(tmp_path / "aside"), budget_s=0)
     assert removed == ["inside", "sub/ (not walked in time)"]
     assert sorted(p.name for p in w.iterdir()) == ["keep.txt"]
-    assert (tmp_path / "aside" / "0" / "deeper" / "f.txt").read_text() == "f"
+    [moved] = (tmp_path / "aside").iterdir()
+    assert (moved / "deeper" / "f.txt").read_text() == "f"
     assert Tree(w, aliases=(str(w),)).scrub(str(tmp_path / "aside")) == []
+
+
+def test_scrub_judges_a_link_by_the_names_the_folders_hold(tmp_path):
+    """A backslash is part of a name, not a separator: `a\\b/answer.txt` was judged as `a/b/answer.txt`,
+    missing, so taken for a dangling link inside, and kept (1.0 on bwrap and docker for the hidden answer
+    through it). A dangling link that climbs `..` is removed too: it leaves once a verifier makes `d`."""
+    from clawsdk.sandbox.safefs import Tree
+
+    w = tmp_path / "w"
+    (w / "a\\b").mkdir(parents=True)
+    os.symlink("/clawsdk/hidden/expected.txt", w / "a\\b" / "answer.txt")
+    os.symlink("d/../../../etc/passwd", w / "later")
+    os.symlink("d/inside.txt", w / "dangling-inside")
+    removed = Tree(w, aliases=(str(w),)).scrub(str(tmp_path / "aside"))
+    assert removed == ["a\\b/answer.txt", "later"]
+    assert os.path.islink(w / "dangling-inside")
+
