@@ -179,8 +179,9 @@ class Tree:
         verifier could not read, or could be misled by, is taken out of the tree. Returns the paths removed.
 
         - Every folder gets its owner's read and search (r-x) and every regular file its owner's read, so
-          the verifier (the agent's uid) can read what the agent left (a read-only mode stays read-only): `chmod 111 .` hid a link from the old in-sandbox scan,
-          and `chmod 000 .` made every verifier command fail before it ran.
+          the verifier (the agent's uid) can read what the agent left; a read-only mode stays read-only.
+          `chmod 111 .` hid a link from the old in-sandbox scan, and `chmod 000 .` made every verifier
+          command fail before it ran.
         - Every FIFO, socket and device is removed: a verifier reading one blocks or fails.
         - Every symlink that does not resolve inside the tree by `_walk`'s rules (the aliases, at most
           MAX_HOPS links, no `..` above the root) is removed, the link itself.
@@ -264,8 +265,8 @@ class Tree:
                 try:
                     sub = os.open(name, O_DIR, dir_fd=fd)
                 except PermissionError:  # not root: the owner gives itself the rights first
-                    os.chmod(name, 0o500 | stat.S_IMODE(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode),
-                             dir_fd=fd)
+                    mode = stat.S_IMODE(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+                    os.chmod(name, mode | 0o500, dir_fd=fd)
                     sub = os.open(name, O_DIR, dir_fd=fd)
             except OSError:
                 os.close(fd)
