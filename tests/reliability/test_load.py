@@ -11,8 +11,9 @@ from tests.conftest import REPO
 
 @pytest.mark.slow
 def test_a_thousand_concurrent_rollouts_finish_with_no_lock_errors_and_bounded_memory(tmp_path):
-    # in a process of its own: peak RSS is a process's whole life, and in the suite's process it counted
-    # whatever earlier tests had loaded (2,025 MB in one CI run, 274 MB for the load alone)
+    # in a process of its own, measured by its own memory map (VmHWM): peak RSS is a process's whole life,
+    # and in the suite's process it counted whatever earlier tests had loaded (2,025 MB in one CI run,
+    # 274 MB for the load alone); ru_maxrss even carries the parent's across fork and exec (1,826 MB)
     code = ("import importlib.util, json, sys\nfrom pathlib import Path\n"
             f"spec = importlib.util.spec_from_file_location('load_bench', {str(REPO / 'benchmarks' / 'load.py')!r})\n"
             "load = importlib.util.module_from_spec(spec)\nsys.modules['load_bench'] = load\n"
