@@ -90,6 +90,26 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
 
+@pytest.fixture
+def flaky_sandbox(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The name of a local sandbox whose first start fails ("disk went away"), registered for one test only:
+    the process-wide registry is what later tests list."""
+    from clawsdk.plugins import get_registry
+    from clawsdk_plugins.sandbox_local import LocalSandbox
+
+    class FlakySandbox(LocalSandbox):
+        failures = 1
+
+        async def start(self, task):
+            if FlakySandbox.failures > 0:
+                FlakySandbox.failures -= 1
+                raise OSError("disk went away")
+            await super().start(task)
+
+    monkeypatch.setitem(get_registry().tables["sandboxes"], "flaky", lambda config=None: FlakySandbox(config))
+    return "flaky"
+
+
 @pytest.fixture(autouse=True)
 def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Workspaces of each test under a temp root, so a test can check that nothing is left behind."""

@@ -168,28 +168,15 @@ def test_readers_of_a_store_another_process_is_still_creating_say_so(bad_files, 
 
 
 def test_show_refuses_an_attempt_the_rollout_never_had_and_shows_an_earlier_one_as_it_ended(
-        tmp_path, capsys, monkeypatch):
+        tmp_path, capsys, flaky_sandbox):
     """`show --attempt 7` printed a header "attempt 7" under the last attempt's status and score, and an
     earlier real attempt showed the last one's `ok 1.00`."""
     from clawsdk import load_tasks, run_sync
-    from clawsdk.plugins import get_registry
-    from clawsdk_plugins.sandbox_local import LocalSandbox
     from tests.conftest import make_task
 
-    class FailsOnce(LocalSandbox):
-        failures = 1
-
-        async def start(self, task):
-            if FailsOnce.failures > 0:
-                FailsOnce.failures -= 1
-                raise OSError("disk went away")
-            await super().start(task)
-
-    sandboxes = get_registry().tables["sandboxes"]
-    monkeypatch.setitem(sandboxes, "fails-once", lambda config=None: FailsOnce(config))
     db = tmp_path / "store.db"
     tasks = load_tasks(make_task(tmp_path / "tasks")).tasks
-    run_sync(tasks, agent="oracle", sandbox="fails-once", db=db, backoff_s=0.01, run_id="f")
+    run_sync(tasks, agent="oracle", sandbox=flaky_sandbox, db=db, backoff_s=0.01, run_id="f")
     with Store(db) as store:
         [row] = store.rollouts("f")
     assert row["attempt"] == 1 and row["failure_kind"] == "ok"

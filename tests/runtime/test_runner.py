@@ -5,7 +5,6 @@ import pytest
 
 from clawsdk import Agent, Store, load_tasks, run_sync
 from clawsdk.errors import ModelError
-from clawsdk.plugins import get_registry
 from clawsdk.runtime.runner import RunConflict
 from clawsdk_plugins.sandbox_local import LocalSandbox
 from tests.conftest import EXAMPLES, make_task
@@ -96,22 +95,9 @@ def test_model_errors_are_retried_then_unscored(tmp_path, db):
         assert [r["attempt"] for r in errors_per_attempt] == [0, 1, 2]
 
 
-class FlakySandbox(LocalSandbox):
-    failures = 1
-
-    async def start(self, task):
-        if FlakySandbox.failures > 0:
-            FlakySandbox.failures -= 1
-            raise OSError("disk went away")
-        await super().start(task)
-
-
-def test_sandbox_failure_is_retried_and_the_retry_counts(tmp_path, db, monkeypatch):
-    # registered for this test only: the process-wide registry is what later tests list
-    monkeypatch.setitem(get_registry().tables["sandboxes"], "flaky", lambda config=None: FlakySandbox(config))
-    FlakySandbox.failures = 1
+def test_sandbox_failure_is_retried_and_the_retry_counts(tmp_path, db, flaky_sandbox):
     tasks = tasks_in(make_task(tmp_path))
-    [o] = run_sync(tasks, agent="oracle", sandbox="flaky", db=db, backoff_s=0.01, run_id="f").outcomes
+    [o] = run_sync(tasks, agent="oracle", sandbox=flaky_sandbox, db=db, backoff_s=0.01, run_id="f").outcomes
     assert o.kind.value == "ok" and o.passed and o.attempts == 2
     with Store(db) as store:
         [row] = store.rollouts("f")
@@ -188,8 +174,6 @@ def test_no_workspace_is_left_behind(tmp_path, db, monkeypatch):
 def test_the_end_of_the_agents_turn_is_not_on_the_verifiers_clock(tmp_path, db, monkeypatch):
     """end_turn cleans what the agent left; a tree built to be slow to clean ran the verification out of
     time (unscored). It runs before the verifier's clock starts, within a budget of its own."""
-    from clawsdk_plugins.sandbox_local import LocalSandbox
-
     original = LocalSandbox.end_turn
 
     async def slow(self):

@@ -336,27 +336,32 @@ def test_a_deliverable_that_links_to_the_hidden_answer_is_not_read_as_the_agents
 
 
 DEEP_CHAIN = "python3 -c \"import os\nfor _ in range(1100):\n    os.mkdir('a'); os.chdir('a')\""
+LINK = "ln -s /clawsdk/hidden/expected.txt"
 
 
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])
-@pytest.mark.parametrize("hide", ["chmod 111 .", "mkdir -p deep && cd deep && " + DEEP_CHAIN],
-                         ids=["unlistable-workspace", "deep-chain"])
-def test_a_link_to_the_hidden_answer_cannot_hide_from_end_turn(tmp_path, backend, hide):
+@pytest.mark.parametrize("make", [
+    # the folder made last is listed first (tmpfs): the chain is walked before out/
+    f"mkdir out && {LINK} out/answer.txt && chmod 111 .",
+    f"mkdir out && {LINK} out/answer.txt && mkdir -p deep && cd deep && {DEEP_CHAIN}",
+    f"mkdir 'a\\b' && {LINK} 'a\\b/answer.txt' && ln -s 'a\\b' out"],
+    ids=["unlistable-workspace", "deep-chain", "backslash"])
+def test_a_link_to_the_hidden_answer_cannot_hide_from_end_turn(tmp_path, backend, make):
     """end_turn's scan ran in the sandbox as the agent's uid: `chmod 111 .` left it nothing to list, and a
-    chain of 1,100 folders crashed its os.walk (RecursionError) before it reached the link. Both left
-    `out/answer.txt -> /clawsdk/hidden/expected.txt` in place: 1.0 for a file never written. end_turn now walks
-    the workspace from the host, through descriptors, at any depth."""
+    chain of 1,100 folders crashed its os.walk (RecursionError) before it reached the link; the host's walk
+    then read `a\\b/answer.txt` as `a/b/answer.txt`, found nothing there, and kept the link as one dangling
+    inside. Each left `out/answer.txt` reading /clawsdk/hidden/expected.txt: 1.0 for a file never written.
+    end_turn now walks the workspace from the host, through descriptors, at any depth, by the names the
+    folders hold."""
     skip_unless_available(backend)
     import clawsdk.tasks.model as model
 
     task = model.Task.model_validate({
-        "id": "t-hide-link", "instruction": "Write the answer to out.txt.",
+        "id": "t-hide-link", "instruction": "Write the answer to out/answer.txt.",
         "hidden": [{"path": "expected.txt", "text": "secret 42\n"}],
         "verifier": {"type": "checks", "checks": [
             {"type": "command", "name": "cmp", "run": 'cmp -s out/answer.txt "$CLAWSDK_HIDDEN/expected.txt"'}]}})
-    # the folder made last is listed first (tmpfs): the chain is walked before out/
-    make = f"mkdir out && ln -s /clawsdk/hidden/expected.txt out/answer.txt && {hide} && echo hidden"
-    agent = ScriptedAgent([{"tool": "exec", "args": {"command": make}}])
+    agent = ScriptedAgent([{"tool": "exec", "args": {"command": f"{make} && echo hidden"}}])
     [o] = run_sync([task], agent=agent, sandbox=backend, db=tmp_path / "r.db", retries=0).outcomes
     assert (o.kind.value, o.reward) == ("ok", 0.0), o
 
@@ -440,21 +445,3 @@ def test_a_grader_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_st
     always_slow = slow_check.replace("text = open(p).read() if os.path.exists(p) else ''", "text = '1' * 40")
     o, _ = run_one(with_check("own", always_slow), ScriptedAgent([answer()]), tmp_path / "own.db", backend)
     assert o.kind.value == "verifier_timeout" and "untouched files too" in (o.error or ""), o
-
-
-@pytest.mark.parametrize("backend", ["bwrap", "docker"])
-def test_a_backslash_in_a_folder_name_does_not_hide_a_link_from_end_turn(tmp_path, backend):
-    """end_turn read `a\\b/answer.txt` as `a/b/answer.txt`, found nothing there, and kept the link as one
-    dangling inside: out -> a\\b, and out/answer.txt read the hidden answer, 1.0."""
-    skip_unless_available(backend)
-    import clawsdk.tasks.model as model
-
-    task = model.Task.model_validate({
-        "id": "t-backslash", "instruction": "Write the answer to out/answer.txt.",
-        "hidden": [{"path": "expected.txt", "text": "secret 42\n"}],
-        "verifier": {"type": "checks", "checks": [
-            {"type": "command", "name": "cmp", "run": 'cmp -s out/answer.txt "$CLAWSDK_HIDDEN/expected.txt"'}]}})
-    make = "mkdir 'a\\b' && ln -s /clawsdk/hidden/expected.txt 'a\\b/answer.txt' && ln -s 'a\\b' out"
-    agent = ScriptedAgent([{"tool": "exec", "args": {"command": make}}])
-    [o] = run_sync([task], agent=agent, sandbox=backend, db=tmp_path / "r.db", retries=0).outcomes
-    assert (o.kind.value, o.reward) == ("ok", 0.0), o
