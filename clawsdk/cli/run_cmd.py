@@ -45,8 +45,8 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
     Interrupt with Ctrl-C: rollouts in flight are cancelled, their sandboxes removed, and
     `clawsdk run ... --run-id ID` finishes the rest.
     """
-    check_root(sandbox_root)  # before the watch view's child starts, too
     if watch:
+        check_root(sandbox_root)  # here too: the view would wait for a run its child never starts
         return run_and_watch(run_id, db)
     loaded, errors = load_all(tasks)
     print_task_errors(errors)

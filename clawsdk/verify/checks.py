@@ -7,6 +7,7 @@ import io
 import json
 import math
 import re
+import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import anyio
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, Val
 
 from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
+from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 if TYPE_CHECKING:
@@ -289,10 +291,6 @@ class ChecksVerifier(Verifier):
         slowness is the check's own. The copy goes beside the hidden files, whose folders the agent cannot
         write: in the workspace, a tool that looks for its configuration in the folders above (pytest's
         conftest.py, git's .git/config) would find the agent's and hang there too, unscored."""
-        import shlex
-
-        from clawsdk.verify.untouched import untouched_copy
-
         where = await untouched_copy(ctx, ctx.task.workspace)
         if where is None:  # the agent filled its disk: its files are what failed
             return False
