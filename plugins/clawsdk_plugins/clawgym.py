@@ -19,7 +19,6 @@ it can neither block the scripts (which would leave the rollout unscored) nor re
 from __future__ import annotations
 
 import base64
-
 import json
 import math
 import re
