@@ -58,6 +58,33 @@ class ModelError(RolloutError):
         self.raw = raw
 
 
+class ContextOverflow(ModelError):
+    """The conversation no longer fits the model's context window (`window` tokens; the prompt had
+    `prompt_tokens`, where the backend says).
+
+    Whose failure it is depends on who made the conversation long: once it holds the agent's own
+    turns (an assistant or tool message), the agent filled its context (reading until it overflows)
+    and it is scored as `agent_error`, never as an unscored backend failure. An opening prompt that
+    does not fit is a setup problem (a window too small for the task): `model_error`.
+    """
+
+    SETUP_HINT = (" (the opening prompt: serve the model with a longer context window, e.g. vLLM's "
+                  "--max-model-len, or lower max_tokens)")
+
+    def __init__(self, message: str, messages: list = (), *, window: int | None = None,
+                 prompt_tokens: int | None = None):
+        grown = any(isinstance(m, dict) and m.get("role") in ("assistant", "tool") for m in messages)
+        if not grown and not message.endswith(self.SETUP_HINT):
+            message += self.SETUP_HINT
+        super().__init__(message)
+        self.window, self.prompt_tokens = window, prompt_tokens
+        self.kind = FailureKind.AGENT_ERROR if grown else FailureKind.MODEL_ERROR
+
+    def __reduce__(self):  # the kind and the message's hint come from messages it no longer holds
+        turns = [{"role": "assistant"}] if self.kind is FailureKind.AGENT_ERROR else []
+        return type(self), (str(self), turns), dict(self.__dict__)
+
+
 class SandboxError(RolloutError):
     kind = FailureKind.SANDBOX_ERROR
 

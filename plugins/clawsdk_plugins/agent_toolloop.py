@@ -5,6 +5,9 @@ the tool session (tool_call / tool_result), so the trajectory in the store is co
 call the model botches is answered with an error it can read and fix, and recorded; it never
 ends the rollout. Budgets: turns, tokens per turn and per rollout, a wall clock per model call
 (within the task's own timeout). Running out of any of them ends the rollout as agent_timeout.
+Past the context budget the oldest tool outputs are elided; when the model still says the
+conversation does not fit (ContextOverflow), the turn is asked again once with a budget scaled to
+what it said, and a second overflow ends the rollout as the agent's failure.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import copy
 import time
 from typing import Any
 
-from clawsdk.errors import AgentError, AgentTimeout
+from clawsdk.errors import AgentError, AgentTimeout, ContextOverflow
 from clawsdk.hookspecs import hookimpl
 from clawsdk.models import toolcalls
 from clawsdk.models.base import ChatResponse, Model
@@ -78,9 +81,7 @@ class ToolLoopAgent(Agent):
         self.seed = seed
         self.turn_timeout_s = float(turn_timeout_s)
         self.max_tool_output_chars = int(max_tool_output_chars)
-        window = getattr(self.llm, "context_window", None)
-        # about 3 characters a token, less room for the answer
-        self.max_context_chars = max_context_chars or (int((window - self.max_tokens) * 3) if window else None)
+        self.max_context_chars = max_context_chars
         self.system_prompt = system_prompt or SYSTEM_PROMPT
         self.finish_tool = finish_tool
         if isinstance(tools, str):
@@ -96,17 +97,26 @@ class ToolLoopAgent(Agent):
             parts.append(f"## {server}\n{text.strip()}")
         return "\n\n".join(parts)
 
-    def fit_context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def context_budget(self) -> int | None:
+        """Characters of conversation to send: max_context_chars, or from the model's context window
+        (about 3 characters a token, less room for the answer) once the backend knows it."""
+        if self.max_context_chars:
+            return self.max_context_chars
+        window = getattr(self.llm, "context_window", None)
+        return int(max(window - self.max_tokens, window // 2) * 3) if window else None
+
+    def fit_context(self, messages: list[dict[str, Any]], budget: int | None = None) -> list[dict[str, Any]]:
         """The messages to send: past the context budget, the oldest tool outputs are elided first."""
-        if not self.max_context_chars:
+        budget = budget or self.context_budget()
+        if not budget:
             return messages
-        size = sum(len(str(m.get("content") or "")) for m in messages)
-        if size <= self.max_context_chars:
+        size = _chars(messages)
+        if size <= budget:
             return messages
         fitted = copy.deepcopy(messages)
         last_turn = max((i for i, m in enumerate(fitted) if m["role"] == "assistant"), default=len(fitted))
         for m in fitted[:last_turn]:  # keep the outputs the model has not yet answered
-            if size <= self.max_context_chars:
+            if size <= budget:
                 break
             content = str(m.get("content") or "")
             if m["role"] == "tool" and len(content) > len(ELIDED):
@@ -132,6 +142,7 @@ class ToolLoopAgent(Agent):
         ]
         started = time.monotonic()
         used_tokens = 0
+        budget: int | None = None  # tightened for the rest of the rollout by what an overflow said
         for turn in range(self.max_turns):
             left_s = ctx.task.limits.timeout_s - (time.monotonic() - started)
             max_tokens = min(self.max_tokens, self.max_rollout_tokens - used_tokens)
@@ -145,11 +156,23 @@ class ToolLoopAgent(Agent):
             for key in ("temperature", "top_p", "seed"):
                 if getattr(self, key) is not None:
                     params[key] = getattr(self, key)
-            prompt = self.fit_context(messages)
+            prompt = self.fit_context(messages, budget)
             await ctx.recorder.record("model_request", {"model": self.model, "turn": turn, "messages": list(prompt),
                                                         "tools": tools, "params": params})
             t0 = time.perf_counter()
-            response = await self.llm.chat(prompt, tools, **params)
+            try:
+                response = await self.llm.chat(prompt, tools, **params)
+            except ContextOverflow as e:
+                budget = _budget_after(e, _chars(prompt), max_tokens)
+                smaller = self.fit_context(messages, budget)
+                if _chars(smaller) >= _chars(prompt):
+                    raise  # nothing left to elide: the outputs of this very turn do not fit
+                await ctx.recorder.record("error", {"kind": "context_overflow", "message": str(e)})
+                prompt = smaller
+                await ctx.recorder.record("model_request", {"model": self.model, "turn": turn,
+                                                            "messages": list(prompt), "tools": tools, "params": params})
+                t0 = time.perf_counter()
+                response = await self.llm.chat(prompt, tools, **params)
             await self._record_response(ctx, turn, response, (time.perf_counter() - t0) * 1000)
             used_tokens += response.usage.get("completion_tokens") or len(str(response.message.get("content") or "")) // 4
             if response.finish_reason == "timeout":
@@ -218,3 +241,17 @@ class ToolLoopAgent(Agent):
 @hookimpl
 def register_agents(register):
     register("tool-loop", ToolLoopAgent)
+
+
+def _chars(messages: list[dict[str, Any]]) -> int:
+    return sum(len(str(m.get("content") or "")) for m in messages)
+
+
+def _budget_after(e: ContextOverflow, sent_chars: int, max_tokens: int) -> int:
+    """A character budget that should fit, from what the overflow said: the characters sent scaled by
+    the share of the window left after the answer, with a margin; half of what was sent when it did
+    not say."""
+    if e.window and e.prompt_tokens:
+        room = e.window - min(max_tokens, e.window // 4)
+        return int(sent_chars * room / e.prompt_tokens * 0.9)
+    return sent_chars // 2

@@ -24,7 +24,7 @@ import anyio
 import anyio.to_thread
 from anyio.lowlevel import current_token
 
-from clawsdk.errors import AgentError, ModelError
+from clawsdk.errors import ContextOverflow, ModelError
 from clawsdk.models import toolcalls
 from clawsdk.models.base import ChatResponse, Model
 
@@ -244,8 +244,8 @@ class LocalChatModel(Model):
         prompt_ids = self.render(messages, tools, prefix)
         window = self.context_window or 1 << 30
         if len(prompt_ids) >= window - 1:
-            raise AgentError(f"the conversation ({len(prompt_ids)} tokens) no longer fits {self.name}'s context "
-                             f"window of {window} tokens")
+            raise ContextOverflow(f"the conversation ({len(prompt_ids)} tokens) does not fit {self.name}'s context "
+                                  f"window of {window} tokens", messages, window=window, prompt_tokens=len(prompt_ids))
         max_new = max(1, min(int(params.get("max_tokens") or 512), window - len(prompt_ids)))
         timeout = float(params.get("timeout_s") or self.timeout_s)
         req = Request(prompt_ids=prompt_ids, max_new_tokens=max_new,

@@ -5,6 +5,11 @@ vLLM and llama.cpp servers, SGLang, hosted APIs. Every call has a wall-clock lim
 Retry-After), and so are answers that are not a chat completion (every field is checked before
 use: clawsdk.models.completion); what still fails raises ModelError, which the runner retries and records as
 unscored. Calls to one model share a named concurrency limit.
+
+A conversation that no longer fits the server's context window (HTTP 400, in vLLM's, OpenAI's,
+llama.cpp's or SGLang's words) raises ContextOverflow: the agent's failure once the conversation
+holds its turns, so an agent cannot make its failure unscored by reading until it overflows. When
+only `max_tokens` was too generous, the call is made again with what the window leaves.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import json
 import logging
 import os
 import random
+import re
 import secrets
 from typing import Any
 from urllib.parse import urlparse
@@ -20,7 +26,7 @@ from urllib.parse import urlparse
 import anyio
 from anyio.lowlevel import RunVar, current_token
 
-from clawsdk.errors import ModelError
+from clawsdk.errors import ContextOverflow, ModelError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.models import completion, toolcalls
 from clawsdk.models.base import ChatResponse, Model
@@ -91,7 +97,7 @@ class OpenAIModel(Model):
                  timeout_s: float = 120.0, retries: int = 4, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
                  concurrency: int = 8, limit: str | None = None, tool_format: str = "native",
                  logprobs: bool = False, token_ids: bool = False, extra_body: dict | None = None,
-                 headers: dict | None = None):
+                 headers: dict | None = None, context_window: int | None = None):
         if not name:
             raise ValueError("the openai backend needs a model name: --model openai:NAME "
                              "(the name the server knows, e.g. openai:Qwen/Qwen2.5-7B-Instruct)")
@@ -101,6 +107,8 @@ class OpenAIModel(Model):
             raise ValueError("concurrency must be >= 1, retries >= 0 and timeout_s > 0")
         self.model_name = name
         self.name = f"openai:{name}"
+        #: the server's window in tokens (vLLM's max_model_len): given, or learnt from its first overflow
+        self.context_window = int(context_window) if context_window else None
         self.base_url = normalize_base_url(base_url or _first_env(BASE_URL_ENV) or DEFAULT_BASE_URL)
         self.api_key = api_key or _first_env(KEY_ENV)
         self.timeout_s = float(timeout_s)
@@ -163,6 +171,7 @@ class OpenAIModel(Model):
 
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
                    **params: Any) -> ChatResponse:
+        clipped = params.pop("_clipped", False)
         body = self.request_body(messages, tools, params)
         data = json.dumps(body).encode()  # ASCII JSON: a lone surrogate anywhere in it goes as its escape
         timeout = float(params.get("timeout_s") or self.timeout_s)
@@ -189,6 +198,16 @@ class OpenAIModel(Model):
                         last, last_raw = f"the answer is not a chat completion: {e}", completion.capped(raw_body)
                 else:
                     detail = _error_detail(raw_body)
+                    overflow = context_overflow(raw_body) if status in (400, 413) else None
+                    if overflow is not None:
+                        window, prompt_tokens = overflow
+                        self.context_window = window or self.context_window
+                        room = window - prompt_tokens if window and prompt_tokens else 0
+                        if room > 0 and not clipped and (body.get("max_tokens") or 1 << 62) > room:
+                            # only the answer's allowance was too much: ask for what the window leaves
+                            return await self.chat(messages, tools, **dict(params, max_tokens=room, _clipped=True))
+                        raise ContextOverflow(f"{self.name} at {url}: HTTP {status}: {detail}", messages,
+                                              window=window, prompt_tokens=prompt_tokens)
                     if status not in RETRY_STATUS and status < 500:
                         hint = " (check the API key: --agent-opt api_key=... or $OPENAI_API_KEY)" if status in (401, 403) else ""
                         raise ModelError(f"{self.name} at {url}: HTTP {status}: {detail}{hint}")
@@ -243,6 +262,45 @@ def _error_detail(raw: bytes) -> str:
         return str(err)[:500]
     except ValueError:
         return raw[:300].decode("utf-8", "replace") or "(empty body)"
+
+
+_OVERFLOW = re.compile(r"context[ _](?:length|window|size)|maximum model length|max_model_len|too long to fit|"
+                       r"exceeds? the (?:available )?context|too long and exceeds", re.I)
+_WINDOW = [re.compile(p, re.I) for p in (
+    r"maximum context length is (\d+)", r"maximum model length(?: is| of)? (\d+)", r"context window of (\d+)",
+    r"context length\W{0,3}(\d+)", r"exceeds? (?:the )?limit of (\d+)")]
+_PROMPT = [re.compile(p, re.I) for p in (
+    r"request has (\d+) (?:input|prompt) tokens", r"messages resulted in (\d+) tokens", r"prompt length of (\d+)",
+    r"total length (\d+)", r"input prompt \((\d+) tokens\)", r"the input \((\d+) tokens\)")]
+_PARTS = re.compile(r"(\d+) in the (?:messages|functions|tools)", re.I)
+
+
+def context_overflow(raw: bytes) -> tuple[int | None, int | None] | None:
+    """(window, prompt tokens) when an error body says the request does not fit the context window
+    (either may be None where the server does not say); None for any other error."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    err = data.get("error", data) if isinstance(data, dict) else None
+    err = err if isinstance(err, dict) else {}
+    text = str(err.get("message") or "") if err else raw[:2000].decode("utf-8", "replace")
+    codes = {str(err.get(k) or "") for k in ("code", "type")}
+    if not (codes & {"context_length_exceeded", "exceed_context_size_error"} or _OVERFLOW.search(text)):
+        return None
+
+    def number(value: Any, patterns: list[re.Pattern]) -> int | None:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        for pattern in patterns:
+            if m := pattern.search(text):
+                return int(m.group(1))
+        return None
+
+    window = number(err.get("n_ctx"), _WINDOW)
+    parts = [int(n) for n in _PARTS.findall(text)]  # OpenAI: "(900 in the messages, 40 in the functions, ...)"
+    prompt_tokens = number(err.get("n_prompt_tokens"), _PROMPT) or (sum(parts) or None)
+    return window, prompt_tokens
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -42,8 +42,45 @@ class Reply:
         self.delay = delay  # a slow server
 
 
+#: how servers say a request does not fit the context window (HTTP 400): what each one writes
+OVERFLOW_STYLES = {
+    "vllm": lambda w, p, c: {"object": "error", "type": "BadRequestError", "code": 400, "message": (
+        f"This model's maximum context length is {w} tokens. However, you requested {p + c} tokens "
+        f"({p} in the messages, {c} in the completion). Please reduce the length of the messages or completion.")},
+    "vllm-input": lambda w, p, c: {"error": {"type": "BadRequestError", "code": 400, "message": (
+        f"This model's maximum context length is {w} tokens. However, your request has {p} input tokens. "
+        "Please reduce the length of the input messages.")}},
+    "vllm-v1": lambda w, p, c: {"error": {"type": "BadRequestError", "code": 400, "message": (
+        f"Prompt length of {p} is longer than the maximum model length of {w}.")}},
+    "openai": lambda w, p, c: {"error": {"type": "invalid_request_error", "code": "context_length_exceeded",
+                                         "param": "messages", "message": (
+        f"This model's maximum context length is {w} tokens. However, your messages resulted in {p} tokens "
+        "(including 90 in the functions). Please reduce the length of the messages or functions.")}},
+    "llama.cpp": lambda w, p, c: {"error": {"code": 400, "type": "exceed_context_size_error", "n_ctx": w,
+                                            "n_prompt_tokens": p,
+                                            "message": "the request exceeds the available context size, try increasing it"}},
+    "sglang": lambda w, p, c: {"object": "error", "code": 400, "message": (
+        f"The input ({p} tokens) is longer than the model's context length ({w} tokens).")},
+    "bare": lambda w, p, c: {"error": {"code": "context_length_exceeded",
+                                       "message": "Your input exceeds the context window of this model."}},
+}
+#: vLLM when only max_tokens is too much
+MAX_TOKENS_TOO_LARGE = lambda w, p, c: {"error": {"type": "BadRequestError", "code": 400, "message": (  # noqa: E731
+    f"'max_tokens' or 'max_completion_tokens' is too large: {c}. This model's maximum context length is {w} "
+    f"tokens and your request has {p} input tokens ({c} > {w} - {p}).")}}
+
+
+def prompt_tokens(body: dict) -> int:
+    """The stub's token count: 4 characters of message text a token."""
+    return sum(len(str(m.get("content") or "")) for m in body.get("messages") or []) // 4
+
+
 class StubServer:
-    """Answers POST /v1/chat/completions from a script; records every request it got."""
+    """Answers POST /v1/chat/completions from a script; records every request it got.
+
+    With `window` set, a request whose messages and max_tokens do not fit `window` tokens is
+    answered HTTP 400 in the words of `overflow_style` (OVERFLOW_STYLES), as a server with that
+    max_model_len would, and takes nothing from the script."""
 
     def __init__(self) -> None:
         self.script: list[Reply | dict] = []
@@ -55,6 +92,8 @@ class StubServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.entered = threading.Event()
+        self.window: int | None = None
+        self.overflow_style = "vllm"
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -67,7 +106,9 @@ class StubServer:
                 with stub.lock:
                     stub.requests.append(body)
                     stub.headers.append(dict(self.headers))
-                    reply = stub.script.pop(0) if stub.script else stub.default
+                    reply = stub.overflow(body)
+                    if reply is None:
+                        reply = stub.script.pop(0) if stub.script else stub.default
                     stub.in_flight += 1
                     stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
                     self.counted_out = False
@@ -110,6 +151,16 @@ class StubServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    def overflow(self, body: dict) -> Reply | None:
+        if not self.window:
+            return None
+        p, c = prompt_tokens(body), int(body.get("max_tokens") or 0)
+        if p >= self.window or (p + c > self.window and self.overflow_style == "vllm"):
+            return Reply(OVERFLOW_STYLES[self.overflow_style](self.window, p, c), 400)
+        if p + c > self.window:
+            return Reply(MAX_TOKENS_TOO_LARGE(self.window, p, c), 400)
+        return None
 
     @property
     def base_url(self) -> str:

@@ -10,7 +10,7 @@ import time
 import anyio
 import pytest
 
-from clawsdk.errors import ModelError
+from clawsdk.errors import ContextOverflow, FailureKind, ModelError
 from clawsdk_plugins.local_engine import Batch, LocalChatModel
 
 
@@ -161,3 +161,24 @@ def test_the_generation_thread_ends_when_the_queue_is_empty(fails):
         time.sleep(0.01)
     assert not serving()
     assert model._state is not None and not model._state.serving and not model._state.pending
+
+
+def test_a_conversation_past_the_window_is_the_agents_failure_once_it_has_turns():
+    model = Counting()
+    opening = ask(20_000, 5)[0]
+    grown = [{"role": "user", "content": "w"}, {"role": "assistant", "content": "w"},
+             {"role": "tool", "content": " ".join(["w"] * 20_000)}]
+
+    async def go(messages, max_tokens):
+        with anyio.fail_after(20):
+            return await model.chat(messages, max_tokens=max_tokens)
+
+    with pytest.raises(ContextOverflow) as grown_overflow:
+        anyio.run(go, grown, 5)
+    with pytest.raises(ContextOverflow, match="opening prompt") as opening_overflow:
+        anyio.run(go, opening, 5)
+    assert grown_overflow.value.kind is FailureKind.AGENT_ERROR
+    assert grown_overflow.value.window == 10_000 and grown_overflow.value.prompt_tokens > 20_000
+    assert opening_overflow.value.kind is FailureKind.MODEL_ERROR
+    # a prompt that fits with a generous max_tokens gets what the window leaves
+    assert anyio.run(go, ask(9_990, 5)[0], 10**6).usage["completion_tokens"] == 10

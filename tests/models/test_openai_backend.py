@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+import json
+import pickle
 import time
 
 import anyio
 import pytest
-from conftest import Reply, completion
+from conftest import OVERFLOW_STYLES, Reply, completion, prompt_tokens
 
-from clawsdk.errors import ModelError
-from clawsdk_plugins.models_openai import OpenAIModel
+from clawsdk.errors import ContextOverflow, FailureKind, ModelError
+from clawsdk_plugins.models_openai import OpenAIModel, context_overflow
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "ls", "description": "list",
                                            "parameters": {"type": "object", "properties": {}}}}]
 
 
-def chat(model: OpenAIModel, **params):
+def chat(model: OpenAIModel, messages=MESSAGES, **params):
     async def go():
         with anyio.fail_after(20):
-            return await model.chat(MESSAGES, TOOLS, **params)
+            return await model.chat(messages, TOOLS, **params)
     return anyio.run(go)
 
 
@@ -128,3 +130,59 @@ def test_bad_options_are_explained():
         OpenAIModel(None)
     with pytest.raises(ValueError, match="not an http"):
         OpenAIModel("x", base_url="127.0.0.1:8000")
+
+
+#: a conversation the agent made long: its own turn, then a large tool output
+GROWN = [{"role": "system", "content": "s" * 400}, {"role": "user", "content": "u" * 400},
+         {"role": "assistant", "content": None, "tool_calls": [
+             {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+         {"role": "tool", "tool_call_id": "c1", "content": "x" * 8000}]
+
+
+@pytest.mark.parametrize("style", sorted(OVERFLOW_STYLES))
+def test_a_conversation_the_agent_overflowed_is_its_failure_not_an_unscored_one(stub_server, style):
+    stub_server.window, stub_server.overflow_style = 1000, style
+    model = OpenAIModel("stub", base_url=stub_server.base_url, backoff_s=0.01, retries=3)
+    with pytest.raises(ContextOverflow) as info:
+        chat(model, GROWN, max_tokens=100)
+    e = info.value
+    assert e.kind is FailureKind.AGENT_ERROR and e.kind.scored
+    assert len(stub_server.requests) == 1  # not retried: it would not fit the next time either
+    assert "HTTP 400" in str(e) and "max-model-len" not in str(e)
+    if style != "bare":
+        assert (e.window, model.context_window) == (1000, 1000)
+    if style not in ("bare", "openai"):
+        assert e.prompt_tokens == prompt_tokens({"messages": GROWN})
+    copy = pickle.loads(pickle.dumps(e))  # crosses processes (ray workers) as it is
+    assert (str(copy), copy.kind, copy.window) == (str(e), e.kind, e.window)
+
+
+def test_an_opening_prompt_that_does_not_fit_is_a_setup_problem(stub_server):
+    stub_server.window = 100
+    model = OpenAIModel("stub", base_url=stub_server.base_url, backoff_s=0.01)
+    with pytest.raises(ContextOverflow, match="opening prompt.*--max-model-len") as info:
+        chat(model, [{"role": "user", "content": "u" * 800}], max_tokens=10)
+    assert info.value.kind is FailureKind.MODEL_ERROR
+
+
+@pytest.mark.parametrize("style", ["vllm", "vllm-input"])
+def test_a_max_tokens_past_the_window_is_clipped_to_what_is_left(stub_server, style):
+    stub_server.window, stub_server.overflow_style = 1000, style
+    stub_server.script = [completion("short answer", finish_reason="length")]
+    model = OpenAIModel("stub", base_url=stub_server.base_url, backoff_s=0.01)
+    r = chat(model, GROWN[:2], max_tokens=4096)
+    assert r.message["content"] == "short answer"
+    assert [q["max_tokens"] for q in stub_server.requests] == [4096, 1000 - prompt_tokens({"messages": GROWN[:2]})]
+
+
+@pytest.mark.parametrize("body", [
+    {"error": {"message": "invalid api key", "type": "invalid_request_error"}},
+    {"error": {"message": "max_tokens is too large: 99999. This model supports at most 4096 completion tokens",
+               "code": "invalid_value"}},
+    {"error": {"message": "unknown model 'gpt-9'"}},
+    {"error": "not a dict"},
+    "<html>bad request</html>",
+])
+def test_other_client_errors_are_not_read_as_an_overflow(body):
+    raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    assert context_overflow(raw) is None

@@ -6,7 +6,7 @@ import json
 
 import anyio
 from click.testing import CliRunner
-from conftest import Reply, completion, write_task
+from conftest import Reply, completion, prompt_tokens, write_task
 
 from clawsdk.cli import cli as cli_main
 from clawsdk.runtime.runner import run
@@ -133,6 +133,42 @@ def test_old_tool_outputs_are_elided_past_the_context_budget(stub_server, tmp_pa
     assert outcome.passed
     third = [m["content"] for m in stub_server.requests[2]["messages"] if m["role"] == "tool"]
     assert third[0].startswith("[output elided") and third[1].startswith("BBB")
+
+
+def test_an_agent_that_reads_until_its_context_overflows_fails_scored(stub_server, tmp_path):
+    # one read's output alone is past the server's window: nothing older to elide
+    task = write_task(workspace=[File(path="big.log", text="L" * 20000)])
+    stub_server.window = 2500
+    stub_server.default = completion(None, [{"name": "read", "arguments": {"path": "big.log"}}])
+    outcome, events, row = run_loop(stub_server, tmp_path, task=task, run_retries=2)
+    assert outcome.kind.value == "agent_error" and row["scored"] == 1 and outcome.reward == 0.0
+    assert outcome.attempts == 1 and "maximum context length is 2500" in outcome.error
+
+
+def test_old_outputs_are_elided_when_the_server_says_the_conversation_is_full(stub_server, tmp_path):
+    task = write_task(workspace=[File(path=f"{n}.txt", text=n * 5000) for n in "abc"])
+    # the third output takes the conversation past the window (the server's stub counts 4 characters a token)
+    stub_server.window, stub_server.overflow_style = 3000, "vllm-input"
+    stub_server.script = [completion(None, [{"name": "read", "arguments": {"path": f"{n}.txt"}}]) for n in "abc"]
+    stub_server.script += [completion(None, [WRITE]), completion("done")]
+    outcome, events, _ = run_loop(stub_server, tmp_path, task=task, max_tokens=16)
+    assert outcome.passed and outcome.kind.value == "ok"
+    errors = [e["payload"] for e in events if e["kind"] == "error"]
+    assert [e["kind"] for e in errors] == ["context_overflow"]
+    assert "maximum context length is 3000" in errors[0]["message"]
+    tool_msgs = [m["content"] for m in stub_server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert tool_msgs[0].startswith("[output elided") and tool_msgs[2].startswith("ccc")
+    # the agent kept the budget it learnt: after the one overflow, every request fit
+    overflowed = [i for i, q in enumerate(stub_server.requests) if prompt_tokens(q) + q["max_tokens"] > 3000]
+    assert overflowed == [3] and len(stub_server.requests) == 6
+    assert kinds(events).count("model_request") == 6 and kinds(events).count("model_response") == 5
+
+
+def test_an_opening_prompt_past_the_window_is_an_unscored_setup_error(stub_server, tmp_path):
+    stub_server.window = 50
+    outcome, _, row = run_loop(stub_server, tmp_path, max_tokens=10)
+    assert outcome.kind.value == "model_error" and row["scored"] == 0
+    assert "--max-model-len" in outcome.error
 
 
 def test_cli_run_with_an_openai_compatible_server(stub_server, tmp_path):
