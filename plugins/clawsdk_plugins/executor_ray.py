@@ -23,6 +23,10 @@ would stream a second trajectory into the same attempt.
 Cancelling `attempt` (Ctrl-C) cancels the Ray task; the worker cancels the rollout, which
 closes its sandbox, and the driver waits up to `cancel_grace_s` for that to finish.
 
+A cluster this executor starts requires Ray's token authentication (RAY_AUTH_MODE=token; the
+token is in ~/.ray/auth_token, readable by its owner only): Ray's ports listen on every
+interface, and without a token anyone who reaches them runs code on this machine.
+
 `ray` is imported only inside the functions that use it.
 """
 
@@ -34,9 +38,11 @@ import json
 import logging
 import os
 import queue
+import secrets
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -143,6 +149,8 @@ class RayExecutor(Executor):
                 # sizes only make sense for a cluster we start: start a new one on this machine
                 address = "local"
                 kwargs.update(num_cpus=self.num_cpus, num_gpus=self.num_gpus, include_dashboard=False)
+            if address == "local":
+                _require_token_auth(ray)
             elif self.num_cpus is not None or self.num_gpus is not None:
                 raise RayExecutorError("ray executor: num_cpus/num_gpus size a local cluster; a cluster at "
                                        f"{address} has its own sizes (drop them, or drop address)")
@@ -260,9 +268,34 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise RayExecutorError("the ray executor needs Ray: pip install 'clawsdk[ray]' (or 'ray>=2.30')") \
+        raise RayExecutorError("the ray executor needs Ray: pip install 'clawsdk[ray]' (or 'ray>=2.59')") \
             from e
     return ray
+
+
+def _require_token_auth(ray: Any) -> None:
+    """Check that the cluster about to start requires a token (Ray's default from 2.59), and keep
+    the token file Ray uses readable by its owner only."""
+    version = tuple(int(p) for p in ray.__version__.split(".")[:2] if p.isdigit())
+    if version < (2, 59):
+        raise RayExecutorError(f"ray executor: Ray {ray.__version__} starts a local cluster without token "
+                               "authentication, and its ports listen on every interface: pip install 'ray>=2.59'")
+    mode = os.environ.get("RAY_AUTH_MODE", "token")
+    if mode.lower() != "token":
+        log.warning("RAY_AUTH_MODE=%s: the local Ray cluster starts without token authentication, and anyone "
+                    "who reaches its ports can run code on this machine", mode)
+    elif not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
+        # Ray would write its default token file readable by everyone on the machine: make it ours only
+        path = Path.home() / ".ray" / "auth_token"
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            if path.stat().st_mode & 0o077:
+                path.chmod(0o600)
+        else:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(32))
 
 
 def _on_asyncio() -> bool:
