@@ -49,7 +49,8 @@ class ToolLoopAgent(Agent):
     max_tokens         completion tokens per model call (default 1024)
     max_rollout_tokens completion tokens per rollout (default 32768)
     temperature, top_p, seed
-    turn_timeout_s     wall clock per model call (default 300; always within the task's timeout)
+    turn_timeout_s     wall clock per model call (default 300); a call past it is the server's failure (model_error),
+                       a call still waiting when the task's time runs out is the agent's (agent_timeout)
     max_tool_output_chars  longer tool outputs are cut in the middle with a note (default 8000)
     max_context_chars  older tool outputs are elided past this (default: from the model's context window)
     system_prompt      replaces the built-in system prompt
@@ -149,8 +150,10 @@ class ToolLoopAgent(Agent):
             if max_tokens <= 0:
                 raise AgentTimeout(f"used the rollout's {self.max_rollout_tokens} completion tokens "
                                    f"without finishing (max_rollout_tokens)")
-            params: dict[str, Any] = {"max_tokens": max_tokens,
-                                      "timeout_s": round(max(0.1, min(self.turn_timeout_s, left_s)), 3)}
+            # a call still waiting when the task's time runs out is ended by the runner, as agent_timeout;
+            # its own limit (past which a server that does not answer is model_error) must not come first
+            call_s = self.turn_timeout_s if self.turn_timeout_s < left_s else max(0.0, left_s) + 1.0
+            params: dict[str, Any] = {"max_tokens": max_tokens, "timeout_s": round(call_s, 3)}
             if self.tool_choice != "auto":
                 params["tool_choice"] = self.tool_choice
             for key in ("temperature", "top_p", "seed"):

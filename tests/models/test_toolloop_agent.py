@@ -11,7 +11,7 @@ from conftest import Reply, completion, prompt_tokens, write_task
 from clawsdk.cli import cli as cli_main
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
-from clawsdk.tasks.model import File
+from clawsdk.tasks.model import File, Limits
 from clawsdk.tasks.native import save_task
 
 WRITE = {"name": "write", "arguments": {"path": "hello.txt", "content": "hello world"}}
@@ -107,6 +107,17 @@ def test_a_hanging_server_is_an_unscored_model_error(stub_server, tmp_path):
     assert outcome.kind.value == "model_error" and row["scored"] == 0 and outcome.reward is None
     assert "no answer within 0.3 s" in outcome.error
     assert outcome.attempts == 2
+
+
+def test_a_call_still_waiting_when_the_tasks_time_runs_out_is_the_agents_timeout(stub_server, tmp_path):
+    # the task's time is the agent's, whatever keeps the model call waiting; never an unscored model_error
+    stub_server.default = Reply(hang=True)
+    task = write_task(limits=Limits(timeout_s=1.0, tool_timeout_s=10, verifier_timeout_s=20))
+    outcome, events, row = run_loop(stub_server, tmp_path, task=task, retries=0, run_retries=2)
+    assert outcome.kind.value == "agent_timeout" and row["scored"] == 1 and outcome.attempts == 1
+    # the call's own limit would have ended it a moment after the task's deadline, not before
+    request = next(e["payload"] for e in events if e["kind"] == "model_request")
+    assert request["params"]["timeout_s"] > 1.0
 
 
 def test_long_tool_outputs_are_cut_with_a_note(stub_server, tmp_path):
