@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import shutil
 import signal
@@ -25,15 +24,6 @@ def db_group():
     """The store as a database: browse it in Datasette, or get its Datasette metadata."""
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 @db_group.command("serve")
 @db_option
 @click.option("--port", "-p", type=int, default=8001, show_default=True)
@@ -50,9 +40,10 @@ def serve_command(db, port, host, public, open_browser):
 
     Every page needs a login: Datasette prints a one-time URL that logs the browser in (the store
     holds the tasks' hidden verifier files). Ctrl-C stops it."""
+    from clawsdk.mcp.http import is_loopback
     from clawsdk.store.datasette import metadata
 
-    if not _loopback(host) and not public:
+    if not is_loopback(host) and not public:
         raise click.ClickException(f"--host {host} would serve the store (hidden verifier files included) "
                                    "beyond this machine; pass --public as well if that is what you want")
     path = Path(db) if db else default_db_path()
@@ -60,7 +51,7 @@ def serve_command(db, port, host, public, open_browser):
     datasette = shutil.which("datasette")
     if datasette is None:
         raise click.ClickException(INSTALL_HINT.format(db=path))
-    if not _loopback(host):
+    if not is_loopback(host):
         click.echo(f"warning: --public: other machines can reach the store at {host}:{port}; only the login "
                    "URL below lets them in", err=True)
     meta = metadata(path)

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import functools
 import hmac
+import ipaddress
 import json
 import logging
 import socket
@@ -228,6 +229,16 @@ def uvicorn_server(app: Any, **options: Any) -> Any:
             await super().serve(sockets)
 
     return Quiet(uvicorn.Config(app, http=guarded_protocol(), **{"log_level": "warning", **options}))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address to bind is this machine only: localhost, 127.0.0.0/8, ::1 (bracketed or not)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def bind(host: str, port: int) -> socket.socket:

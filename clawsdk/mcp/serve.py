@@ -35,7 +35,7 @@ from mcp.server.lowlevel import Server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError
-from clawsdk.mcp.http import BearerAuth, ValidBodies, bind, uvicorn_server
+from clawsdk.mcp.http import BearerAuth, ValidBodies, bind, is_loopback, uvicorn_server
 from clawsdk.mcp.session import FINISH, ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.recorder import Recorder
@@ -513,11 +513,11 @@ async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int 
     stop = anyio.Event()
     async with hosting(config, on_all_done=stop.set) as rollout_host:
         server = rollout_host.server()
-        loopback = host in ("127.0.0.1", "localhost", "::1")
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=loopback,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"] if loopback else [],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"] if loopback else [])
+        # on loopback, a browser page whose name was rebound to this machine is refused by its Host header
+        hosts = sorted({"127.0.0.1", "localhost", "[::1]", url_host}) if is_loopback(host) else []
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=bool(hosts),
+                                             allowed_hosts=[f"{h}:*" for h in hosts],
+                                             allowed_origins=[f"http://{h}:*" for h in hosts])
         app = server.streamable_http_app(streamable_http_path=path, transport_security=security, host=host,
                                          session_idle_timeout=config.time_limit + 60)
         # open event streams would hold a graceful shutdown forever; the rollouts are recorded by then

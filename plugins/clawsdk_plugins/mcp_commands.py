@@ -38,7 +38,6 @@ def _db(db: str | None) -> Path:
 
 #: The shortest bearer token --token-env may give: a one-character token is guessed at the first try.
 MIN_TOKEN_LENGTH = 16
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _token_from_env(token_env: str | None) -> str | None:
@@ -58,7 +57,9 @@ def _token_from_env(token_env: str | None) -> str | None:
 
 
 def _exposure_warning(host: str, what: str) -> None:
-    if host not in LOOPBACK:
+    from clawsdk.mcp.http import is_loopback
+
+    if not is_loopback(host):
         _err(f"warning: binding {host} exposes {what} beyond this machine (the token still applies)")
 
 

@@ -14,6 +14,7 @@ import subprocess
 import httpx2
 import pytest
 
+from clawsdk.mcp.http import is_loopback
 from tests.conftest import make_task
 from tests.mcp.serve_proc import CLAWSDK
 
@@ -83,3 +84,31 @@ def test_upstream_credentials_reach_neither_stderr_nor_the_store(tmp_path):
     con.close()
     assert rows and not [r for r in rows if "SECRETPW" in r[0] or "QSECRET" in r[0]], rows
     assert json.loads(rows[0][0])["upstream"] == "http://127.0.0.1:9/v1"
+
+
+def test_serve_on_any_loopback_address_keeps_the_host_check_and_warns_of_nothing(tmp_path):
+    # 127.0.0.2 is this machine too: no exposure warning, and a page on a rebound name is still refused
+    task = make_task(tmp_path, "lo")
+    proc = _start(["serve", str(task), "--http", "--host", "127.0.0.2", "--port", "0", "--sandbox", "local",
+                   "--db", str(tmp_path / "s.db")])
+    info = json.loads(proc.stdout.readline())
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    headers = {"Authorization": f"Bearer {info['token']}", "Accept": "application/json, text/event-stream"}
+    port = info["url"].split(":")[2].split("/")[0]
+    try:
+        rebound = httpx2.post(info["url"], json=body, headers={**headers, "Host": f"evil.example:{port}"}, timeout=30)
+        direct = httpx2.post(info["url"], json=body, headers=headers, timeout=30)
+    finally:
+        err = _stop(proc)
+    assert info["url"].startswith("http://127.0.0.2:")
+    assert rebound.status_code == 421, rebound.text
+    assert direct.status_code == 200, direct.text
+    assert "exposes" not in err, err
+
+
+@pytest.mark.parametrize("host,local", [("127.0.0.1", True), ("127.9.9.9", True), ("localhost", True), ("::1", True),
+                                        ("[::1]", True), ("0.0.0.0", False), ("::", False), ("10.0.0.5", False),
+                                        ("gpu-1.internal", False), ("", False)])
+def test_one_loopback_check_for_every_listener(host, local):
+    assert is_loopback(host) is local
