@@ -149,11 +149,11 @@ class RayExecutor(Executor):
                 # sizes only make sense for a cluster we start: start a new one on this machine
                 address = "local"
                 kwargs.update(num_cpus=self.num_cpus, num_gpus=self.num_gpus, include_dashboard=False)
-            if address == "local":
-                _require_token_auth(ray)
             elif self.num_cpus is not None or self.num_gpus is not None:
                 raise RayExecutorError("ray executor: num_cpus/num_gpus size a local cluster; a cluster at "
                                        f"{address} has its own sizes (drop them, or drop address)")
+            if address == "local":
+                _require_token_auth(ray)
             try:
                 ray.init(address=address, **{k: v for k, v in kwargs.items() if v is not None})
             except Exception as e:
@@ -162,6 +162,7 @@ class RayExecutor(Executor):
                                        f"{type(e).__name__}: {e}. Start one with `ray start --head` and pass "
                                        "--executor-opt address=HOST:6379 (or set RAY_ADDRESS)") from e
             self._started_ray = True
+            _private_token_file(create=False)  # one Ray wrote just now, starting a cluster for address=None
         self._remote = ray.remote(_attempt_stream)
         try:
             self._remote.options(**{self._backpressure_option: 1})
@@ -284,18 +285,30 @@ def _require_token_auth(ray: Any) -> None:
     if mode.lower() != "token":
         log.warning("RAY_AUTH_MODE=%s: the local Ray cluster starts without token authentication, and anyone "
                     "who reaches its ports can run code on this machine", mode)
-    elif not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
-        # Ray would write its default token file readable by everyone on the machine: make it ours only
-        path = Path.home() / ".ray" / "auth_token"
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            if path.stat().st_mode & 0o077:
-                path.chmod(0o600)
-        else:
-            with os.fdopen(fd, "w") as f:
-                f.write(secrets.token_hex(32))
+    else:
+        _private_token_file(create=True)
+
+
+def _private_token_file(create: bool) -> None:
+    """Ray's default token file (~/.ray/auth_token), readable by its owner only: Ray writes it mode 0644.
+    `create` makes one (as Ray would) before a cluster starts, so it is never readable by others."""
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return
+    path = Path.home() / ".ray" / "auth_token"
+    try:
+        if create:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                pass
+            else:
+                with os.fdopen(fd, "w") as f:
+                    f.write(secrets.token_hex(32))
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+    except FileNotFoundError:  # no token: a cluster without authentication, or one that keeps it elsewhere
+        pass
 
 
 def _on_asyncio() -> bool:
