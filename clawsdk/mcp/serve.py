@@ -168,6 +168,9 @@ class LiveRollout:
             self.result = await attempt_rollout(task, ExternalSession(self), lambda: make_sandbox(cfg.sandbox_config),
                                                 self.recorder, registry, time_limit=cfg.time_limit)
             await record_ending(writer, self.id, 0, self.result)
+            if not self.result.kind.scored:  # the client is told the kind only (finished())
+                log.warning("rollout %s could not be scored (%s): %s", self.id, self.result.kind.value,
+                            self.result.error)
         except BaseException:  # cancelled: the ending still lands, unscored
             why = "the server stopped before the session ended"
             self.result = AttemptResult(kind=FailureKind.CANCELLED, error=why)
@@ -184,8 +187,8 @@ class LiveRollout:
     def why_ended(self) -> str:
         res = self.result
         why = f"this rollout has ended ({self.end_reason or res and res.kind.value})"
-        if res is not None and res.error and not res.kind.scored:
-            why += f": {res.error}"
+        if res is not None and not res.kind.scored:
+            why += f"; it could not be scored ({res.kind.value})"
         return why
 
     async def call(self, name: str, args: dict[str, Any]) -> types.CallToolResult:
@@ -217,7 +220,9 @@ class LiveRollout:
             await self.done.wait()
         res = self.result
         if res is not None and not res.kind.scored:
-            return _text_result(f"rollout {self.id} ended; it could not be scored: {res.error}", error=True)
+            # only the kind: a verifier's or judge's error can quote what the task author expects (the
+            # judge's answer, grade()'s output); the reason is in the store and on the server's log
+            return _text_result(f"rollout {self.id} ended; it could not be scored ({res.kind.value})", error=True)
         text = f"rollout {self.id} finished; the workspace has been scored."
         if self.host.config.reveal_verdict and self.verdict is not None:
             text += f" score {self.verdict.score:.2f} ({'passed' if self.verdict.passed else 'not passed'})"

@@ -12,9 +12,12 @@ import httpx2
 import pytest
 from mcp import Client
 
+from clawsdk.errors import VerifierError
 from clawsdk.mcp.serve import ServeConfig, hosting
+from clawsdk.plugins import get_registry
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
+from clawsdk.verify.verdict import Verifier
 from tests.conftest import EXAMPLES, make_task
 
 HERE = Path(__file__).parent
@@ -91,6 +94,37 @@ def test_timeout_and_tool_budget_end_a_session(tmp_path, db):
     anyio.run(main)
     rows, _, _ = _rollouts(db)
     assert [(r["failure_kind"], r["scored"]) for r in rows] == [("agent_timeout", 1), ("agent_error", 1)]
+
+
+class QuotingVerifier(Verifier):
+    """Fails the way a judge or grade() can: its error quotes what the task author expects."""
+
+    name = "quoting"
+
+    def __init__(self, spec):
+        pass
+
+    async def verify(self, ctx):
+        raise VerifierError("judge gave no usable answer; last answer: 'the expected total is SECRET-4242'")
+
+
+def test_an_unscored_ending_tells_the_client_its_kind_never_the_verifiers_words(tmp_path, db, monkeypatch):
+    monkeypatch.setitem(get_registry().tables["verifiers"], "quoting", QuotingVerifier)
+    task = _task(tmp_path, extra={"verifier": {"type": "quoting"}})
+
+    async def main():
+        async with hosting(ServeConfig(task=task, db=db, run_id="srv")) as host:
+            async with Client(host.server(), mode="legacy") as c:
+                await c.call_tool("write", {"path": "done.txt", "content": "done\n"})
+                finished = (await c.call_tool("finish", {"summary": "done"})).content[0].text
+                after = (await c.call_tool("ls", {})).content[0].text
+        return finished, after
+
+    finished, after = anyio.run(main)
+    assert "could not be scored (verifier_error)" in finished and "could not be scored (verifier_error)" in after
+    assert "SECRET" not in finished + after
+    rows, _, _ = _rollouts(db)
+    assert rows[0]["failure_kind"] == "verifier_error" and "SECRET-4242" in rows[0]["error"]  # the operator's copy
 
 
 def _start_http(args, db):
