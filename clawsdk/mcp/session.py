@@ -8,6 +8,7 @@ the task that owns the rollout.
 from __future__ import annotations
 
 import contextlib
+import reprlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -41,6 +42,32 @@ class ToolSpec:
 
 #: The core's `finish` tool (clawsdk.models.prompt.FINISH_TOOL, the one definition) as a tool of the session:
 #: ToolSession answers it itself, so ending by `finish` is recorded the same way by every agent and `serve`.
+#: how deep a tool call's arguments may nest; the MCP client cannot even encode ~250 levels
+MAX_ARGUMENT_DEPTH = 64
+
+
+def arguments_problem(args: Any) -> str | None:
+    """Why `args` cannot go to a tool server as its arguments (a JSON object of plain JSON values, nested
+    at most MAX_ARGUMENT_DEPTH deep), or None. Checked before the call: the client failing to encode a
+    request would otherwise read as a broken tool server (sandbox_error), an agent's doing made unscored."""
+    if not isinstance(args, dict):
+        return f"are {type(args).__name__}, not an object"
+    stack: list[tuple[Any, int]] = [(args, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return f"nest deeper than {MAX_ARGUMENT_DEPTH} levels"
+        if isinstance(value, dict):
+            if not all(isinstance(k, str) for k in value):
+                return "have a key that is not a string"
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif not (value is None or isinstance(value, (str, int, float, bool))):
+            return f"hold a {type(value).__name__}, which is not a JSON value"
+    return None
+
+
 FINISH = ToolSpec(name=FINISH_TOOL["function"]["name"], description=FINISH_TOOL["function"]["description"],
                   input_schema=FINISH_TOOL["function"]["parameters"], server="clawsdk", remote_name="finish")
 
@@ -131,13 +158,18 @@ class ToolSession:
             return await self.finish(args)
         if self.finished.is_set():
             return ToolResult(f"the rollout has ended (finish); {name} was not run", is_error=True)
-        args = args or {}
+        args = {} if args is None else args
         if self.recorder.n_tool_calls >= self.limits.max_tool_calls:
             raise AgentError(f"tool call budget of {self.limits.max_tool_calls} calls exhausted")
+        problem = arguments_problem(args)
+        if problem:  # recorded in outline (reprlib caps depth and length): it may not even encode
+            args = {"unreadable": reprlib.repr(args)}
         await self.recorder.record("tool_call", {"tool": name, "args": args})
         started = time.perf_counter()
         spec = self.specs.get(name)
-        if spec is None:
+        if problem:
+            result = ToolResult(f"the arguments of {name!r} {problem}; send a JSON object", is_error=True)
+        elif spec is None:
             result = ToolResult(f"unknown tool {name!r}; available: {', '.join(self.specs)}", is_error=True)
         else:
             # a little past the tool's own timeout, so a tool that honours it can report first

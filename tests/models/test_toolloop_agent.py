@@ -120,6 +120,19 @@ def test_a_call_still_waiting_when_the_tasks_time_runs_out_is_the_agents_timeout
     assert request["params"]["timeout_s"] > 1.0
 
 
+def test_arguments_nested_too_deep_are_the_models_mistake_not_a_broken_tool_server(stub_server, tmp_path):
+    # the MCP client cannot encode ~250 levels: that used to end the rollout sandbox_error, unscored
+    deep = '{"command": "echo hi", "note": ' + "[" * 300 + "]" * 300 + "}"
+    stub_server.script = [completion(None, [{"name": "exec", "arguments": deep}]), completion(None, [WRITE]),
+                          completion("done")]
+    outcome, events, _ = run_loop(stub_server, tmp_path, run_retries=2)
+    assert outcome.kind.value == "ok" and outcome.passed and outcome.attempts == 1
+    told = next(m["content"] for m in stub_server.requests[1]["messages"] if m["role"] == "tool")
+    assert "nest deeper than 64 levels" in told
+    call = next(e["payload"] for e in events if e["kind"] == "tool_call")
+    assert call["tool"] == "exec" and "unreadable" in call["args"]
+
+
 def test_long_tool_outputs_are_cut_with_a_note(stub_server, tmp_path):
     big = "".join(f"line {i:05d}\n" for i in range(3000))
     task = write_task(workspace=[File(path="big.log", text=big)])
