@@ -23,7 +23,7 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clawsdk._text import printable
-from clawsdk.errors import ClawError, FileTooLarge, VerifierError
+from clawsdk.errors import ClawError, ContextOverflow, FileTooLarge, VerifierError
 from clawsdk.tasks.model import VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
@@ -301,6 +301,11 @@ def parse_answer(text: str, rules: list[Rule]) -> dict[str, tuple[float, str]]:
     return out
 
 
+#: the smallest share of the evidence caps shown to a judge whose window overflowed: below it the
+#: agent's part of the prompt is a few hundred characters, and an overflow is the task's own doing
+MIN_EVIDENCE_SCALE = 0.02
+
+
 class RubricVerifier(Verifier):
     """Asks a judge model to score each rule; the verdict is the weighted mean."""
 
@@ -310,8 +315,11 @@ class RubricVerifier(Verifier):
         self.spec = parse_spec(spec)
         self.rules = self.spec.all_rules()
 
-    async def _files(self, ctx: VerifyContext) -> list[str]:
-        """The evidence blocks of the files to show: those the rules name, then the new or changed ones."""
+    async def _files(self, ctx: VerifyContext, scale: float = 1.0) -> list[str]:
+        """The evidence blocks of the files to show: those the rules name, then the new or changed ones.
+        `scale` shrinks the size caps (for a judge whose window the evidence overflowed)."""
+        max_file = max(200, int(self.spec.max_file_chars * scale))
+        max_total = max(400, int(self.spec.max_total_chars * scale))
         initial = {f.path: f.data for f in ctx.task.workspace}
         try:
             entries = [e for e in await ctx.sandbox.list(".", recursive=True) if not e.is_dir]
@@ -326,7 +334,7 @@ class RubricVerifier(Verifier):
         order = list(dict.fromkeys(named + paths))
         shown, total, left = [], 0, []
         for path in order:
-            if total >= self.spec.max_total_chars:
+            if total >= max_total:
                 left.append(path)
                 continue
             try:
@@ -343,7 +351,7 @@ class RubricVerifier(Verifier):
                 text = f"[binary file, {len(data)} bytes]"
             else:
                 text = data.decode("utf-8", "replace")
-                cap = min(self.spec.max_file_chars, self.spec.max_total_chars - total)
+                cap = max(0, min(max_file, max_total - total))
                 if len(text) > cap:
                     text = text[:cap] + f"\n[... cut: {len(text) - cap} more characters]"
             # its markers count too: 20,000 empty files made a prompt of 940,000 characters
@@ -351,7 +359,8 @@ class RubricVerifier(Verifier):
             total += len(block) + 2
             shown.append(block)
         if left:  # named, not listed one by one: an agent that made many files would make the prompt too long
-            names = ", ".join(left[:20]) + (f" and {len(left) - 20} more" if len(left) > 20 else "")
+            names = ", ".join(p[:100] for p in left[:20])[:max(300, max_total // 4)]
+            names += f" and {len(left) - 20} more" if len(left) > 20 else ""
             shown.append(_evidence(_file_label("(files not shown)"),
                                    f"[the size cap for files was reached before {names}]"))
         return shown
@@ -371,16 +380,16 @@ class RubricVerifier(Verifier):
         out = "\n".join(lines)
         return out if len(out) <= cap else out[:cap // 2] + "\n[...]\n" + out[-cap // 2:]
 
-    async def prompt(self, ctx: VerifyContext) -> list[dict[str, str]]:
+    async def prompt(self, ctx: VerifyContext, scale: float = 1.0) -> list[dict[str, str]]:
         parts = [f"# The task given to the agent\n\n{ctx.task.instruction.strip()}"]
         if self.spec.context.strip():
             parts.append(f"# What the task author expects\n\n{self.spec.context.strip()}")
         parts.append(f"# Rules to score\n\n{_rules_json(self.rules)}")
-        files = await self._files(ctx)
+        files = await self._files(ctx, scale)
         listing = "\n\n".join(files) or "(no output files)"
         parts.append(f"# Files in the workspace after the agent finished\n\n{listing}")
         if self.spec.include_transcript:
-            transcript = await self._transcript(ctx)
+            transcript = await self._transcript(ctx, max(400, int(12_000 * scale)))
             parts.append("# What the agent did (tool calls and replies)\n\n"
                          + (_evidence("transcript", transcript) if transcript else "(nothing)"))
         example = {r.name: {"score": 0.5, "reason": "..."} for r in self.rules[:2]}
@@ -389,24 +398,27 @@ class RubricVerifier(Verifier):
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": printable("\n\n".join(parts))}]
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
-        messages = await self.prompt(ctx)
         judge_name, model = resolve_judge(self.spec.judge, self.spec.judge_options)
         judge_id = getattr(model, "name", None) or judge_name
-        prompt_hash = hashlib.sha256(
-            json.dumps([messages, self.spec.max_tokens], sort_keys=True).encode("utf-8")).hexdigest()
         db = _db_path(ctx)
+        scale = 1.0
         try:
-            cached = await anyio.to_thread.run_sync(cache_get, db, judge_id, prompt_hash)
-            scores = None
-            if cached is not None:
+            while True:
                 try:
-                    scores = parse_answer(cached, self.rules)
-                except ValueError:
-                    scores = None
-            await ctx.recorder.record("note", {"judge": judge_id, "prompt_hash": prompt_hash,
-                                               "cached": scores is not None})
-            if scores is None:
-                scores = await self._ask(ctx, model, judge_id, prompt_hash, messages, db)
+                    scores = await self._judge(ctx, model, judge_id, db, scale)
+                    break
+                except ContextOverflow as e:
+                    # the agent's files and transcript filled the judge's window (its output is the agent's
+                    # to size): shown smaller, until nothing of the agent's could still be the cause
+                    if scale < MIN_EVIDENCE_SCALE:
+                        raise VerifierError(f"judge {judge_id}: the task's own prompt (instruction, context, "
+                                            f"rules) does not fit its context window: {e}") from None
+                    shrink = 0.5
+                    if e.window and e.prompt_tokens:
+                        shrink = min(shrink, (e.window - self.spec.max_tokens) / e.prompt_tokens * 0.8)
+                    scale *= max(shrink, 0.05)
+                    await ctx.recorder.record("note", {"judge": judge_id, "context_overflow": str(e)[:500],
+                                                       "evidence_scale": round(scale, 4)})
         finally:
             close = getattr(model, "aclose", None)
             if close is not None:
@@ -418,6 +430,22 @@ class RubricVerifier(Verifier):
             subs.append(SubScore(name=r.name[:200], score=score, weight=r.weight, detail=reason[:2000]))
             await ctx.recorder.record("verifier", {"check": f"rubric: {r.name}", "score": score, "detail": reason})
         return Verdict.aggregate(self.name, subs, self.spec.pass_threshold, detail=f"judged by {judge_id}")
+
+    async def _judge(self, ctx: VerifyContext, model: Any, judge_id: str, db: Path | None,
+                     scale: float) -> dict[str, tuple[float, str]]:
+        """The scores for the prompt at this evidence scale, from the cache or the judge."""
+        messages = await self.prompt(ctx, scale)
+        prompt_hash = hashlib.sha256(
+            json.dumps([messages, self.spec.max_tokens], sort_keys=True).encode("utf-8")).hexdigest()
+        cached = await anyio.to_thread.run_sync(cache_get, db, judge_id, prompt_hash)
+        scores = None
+        if cached is not None:
+            try:
+                scores = parse_answer(cached, self.rules)
+            except ValueError:
+                scores = None
+        await ctx.recorder.record("note", {"judge": judge_id, "prompt_hash": prompt_hash, "cached": scores is not None})
+        return scores if scores is not None else await self._ask(ctx, model, judge_id, prompt_hash, messages, db)
 
     async def _ask(self, ctx: VerifyContext, model: Any, judge_id: str, prompt_hash: str,
                    messages: list[dict], db: Path | None) -> dict[str, tuple[float, str]]:

@@ -94,9 +94,10 @@ def reference_score(task_dir: Path, files: dict[str, str]) -> str:
 class JudgeServer:
     """A real OpenAI-compatible /v1/chat/completions server on 127.0.0.1 with scripted answers."""
 
-    def __init__(self, answers: list[str]):
+    def __init__(self, answers: list[str], window: int | None = None):
         self.answers = list(answers)
         self.requests: list[dict] = []
+        self.window = window  # tokens (4 characters each): past it, vLLM's HTTP 400
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -106,6 +107,16 @@ class JudgeServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
+                tokens = sum(len(m.get("content") or "") for m in body["messages"]) // 4
+                if outer.window and tokens + (body.get("max_tokens") or 0) > outer.window:
+                    data = json.dumps({"object": "error", "code": 400, "type": "BadRequestError", "message": (
+                        f"This model's maximum context length is {outer.window} tokens. However, your request "
+                        f"has {tokens} input tokens. Please reduce the length of the input messages.")}).encode()
+                    self.send_response(400)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 text = outer.answers.pop(0) if len(outer.answers) > 1 else outer.answers[0]
                 data = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model"),
                                    "choices": [{"index": 0, "finish_reason": "stop",

@@ -96,6 +96,31 @@ def test_openai_backend_judge_over_a_real_local_http_server(db):
     assert "Unique-4" in server.requests[0]["messages"][-1]["content"]
 
 
+def test_evidence_that_overflows_the_judges_window_is_shown_smaller_not_left_unscored(db):
+    """An agent whose files filled the judge's window ended model_error, unscored: its output is its own."""
+    with JudgeServer([_good(0, 1)], window=2500) as server:
+        task, agent = _task({"type": "rubric", "rules": RULES, "judge": "openai:judge-1",
+                             "judge_options": {"base_url": server.url, "backoff_s": 0.01}},
+                            tid="t-window", text="Unique-5 " + "word " * 20_000)
+        out = run_sync([task], agent=agent, db=db, run_id="w", retries=2).outcomes[0]
+        with Store(db) as store:
+            notes = [e["payload"] for e in store.events(out.rollout_id) if "context_overflow" in e["payload"]]
+    assert (out.kind.value, out.attempts, out.reward) == ("ok", 1, pytest.approx(0.5)), out.error
+    sizes = [len(r["messages"][-1]["content"]) for r in server.requests]
+    assert len(notes) >= 1 and sizes == sorted(sizes, reverse=True) and sizes[-1] // 4 + 512 <= 2500
+    assert "Unique-5" in server.requests[-1]["messages"][-1]["content"]
+
+
+def test_a_task_whose_own_prompt_overflows_the_judge_is_unscored_with_the_reason(db):
+    with JudgeServer([_good()], window=300) as server:
+        task = Task.model_validate({"id": "t-long", "instruction": "Write out/report.md. " + "Be precise. " * 400,
+                                    "verifier": {"type": "rubric", "rules": RULES, "judge": "openai:judge-1",
+                                                 "judge_options": {"base_url": server.url, "backoff_s": 0.01}}})
+        agent = ScriptedAgent([{"tool": "write", "args": {"path": "out/report.md", "content": "ok"}}])
+        out = run_sync([task], agent=agent, db=db, run_id="l", retries=0).outcomes[0]
+    assert out.kind.value == "verifier_error" and "the task's own prompt" in out.error
+
+
 HYBRID_CODE = {"type": "checks", "pass_threshold": 1.0, "checks": [
     {"type": "file_exists", "path": "out/report.md"}, {"type": "file_exists", "path": "out/missing.md"}]}
 
