@@ -13,6 +13,7 @@ the sandbox and says how the rollout ended; `record_start` / `record_ending` /
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -46,6 +47,18 @@ class AttemptResult:
     n_model_calls: int = 0
     #: False when trying again cannot help (a judge model that is not configured)
     retryable: bool = True
+
+
+def _cancelled_from_outside(exc: BaseException) -> bool:
+    """Whether `exc` is a real cancellation of this task (the run stopping), not one the agent's code
+    raised on its own: on asyncio a task being cancelled counts its cancel requests."""
+    if not isinstance(first_leaf(exc), anyio.get_cancelled_exc_class()):
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not asyncio: take it as real
+        return True
+    return task is None or task.cancelling() > 0
 
 
 def first_leaf(exc: BaseException) -> BaseException:
@@ -150,6 +163,11 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
                 kind, error = e.kind, str(e)
             except Exception as e:  # the agent's own failure: still scored on what it left
                 kind, error = FailureKind.AGENT_ERROR, f"{type(e).__name__}: {e}"
+            except BaseException as e:  # sys.exit(), KeyboardInterrupt, a cancellation it raised itself
+                if _cancelled_from_outside(e):
+                    raise
+                leaf = first_leaf(e)
+                kind, error = FailureKind.AGENT_ERROR, f"{type(leaf).__name__}: {leaf}"
             if sandbox.failure:  # the agent may have swallowed the error: the sandbox still broke
                 raise SandboxError(f"the sandbox broke: {sandbox.failure}")
             if error:

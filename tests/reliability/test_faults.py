@@ -1,5 +1,6 @@
 """Fault injection: each fault gets the right failure kind, retries happen where they should, the run goes on."""
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from mcp import StdioServerParameters
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.errors import SandboxError
 from clawsdk.plugins import get_registry
+from clawsdk.runtime.agent import Agent
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.verify.verdict import Verifier
 from clawsdk_plugins.agents import ScriptedAgent
@@ -116,3 +118,31 @@ def test_a_full_workspace_disk_is_the_agents_problem_not_a_crash(tmp_path, db):
         assert o.kind.value == "ok"  # the run goes on; the verifier scores what is there
     finally:
         subprocess.run(["umount", "-l", str(mnt)])
+
+
+class Raises(Agent):
+    """Raises what it is given on one task; works the others."""
+
+    name = "raises"
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    async def run(self, ctx):
+        if ctx.task.id == "bad":
+            raise self.exc
+        await ctx.tools.call("write", {"path": "done.txt", "content": "done"})
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt(), GeneratorExit(),
+                                 asyncio.CancelledError(), BaseExceptionGroup("g", [SystemExit(1)])],
+                         ids=["sys.exit", "KeyboardInterrupt", "GeneratorExit", "cancelled", "group"])
+def test_an_agent_raising_a_base_exception_fails_its_rollout_not_the_run(tmp_path, db, exc):
+    for tid in ("bad", "good1", "good2"):
+        make_task(tmp_path / "t", tid)
+    result = run_sync(tasks_in(tmp_path / "t"), agent=Raises(exc), db=db, sandbox="local", retries=1,
+                      backoff_s=0.01, run_id="base")
+    by_id = {o.task_id: (o.kind.value, o.passed, o.attempts) for o in result.outcomes}
+    assert by_id == {"bad": ("agent_error", False, 1), "good1": ("ok", True, 1), "good2": ("ok", True, 1)}
+    with Store(db) as store:
+        assert store.run("base")["status"] == "finished"
