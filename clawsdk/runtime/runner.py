@@ -93,7 +93,16 @@ class RunFailed(ClawError):
 def _load_agent(agent: str | Agent, options: dict[str, Any]) -> Agent:
     if isinstance(agent, Agent):
         return agent
-    return get_registry().get("agents", agent)(**options)
+    return _build(get_registry().get("agents", agent), options, f"agent {agent!r}", "--agent-opt")
+
+
+def _build(factory: Callable[..., Any], options: dict[str, Any], what: str, flag: str) -> Any:
+    """`factory(**options)`, where options a factory does not take are the user's mistake, said as such."""
+    try:
+        return factory(**options)
+    except TypeError as e:
+        raise ValueError(f"{flag}: {what} does not accept these options "
+                         f"({', '.join(sorted(options)) or 'none'}): {e}") from e
 
 
 async def run(
@@ -132,7 +141,7 @@ async def run(
         options = dict(executor_options or {})
         if executor == "local":
             options.setdefault("verifier_concurrency", concurrency)
-        executor = registry.get("executors", executor)(**options)
+        executor = _build(registry.get("executors", executor), options, f"executor {executor!r}", "--executor-opt")
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
     tasks, unknown_skills = with_known_skills(tasks, registry)

@@ -70,23 +70,28 @@ class ToolLoopAgent(Agent):
                  max_context_chars: int | None = None, system_prompt: str | None = None,
                  finish_tool: bool = True, tools: str | list[str] | None = None, tool_choice: str = "auto",
                  **model_options: Any):
-        if max_turns < 1 or max_tokens < 1 or max_rollout_tokens < 1 or turn_timeout_s <= 0:
-            raise ValueError("max_turns, max_tokens, max_rollout_tokens and turn_timeout_s must be positive")
-        self.llm = resolve_model(model, base_url=base_url, api_key=api_key, **model_options)
-        self.model = self.llm.name
-        self.max_turns = int(max_turns)
-        self.max_tokens = int(max_tokens)
-        self.max_rollout_tokens = int(max_rollout_tokens)
-        self.temperature = temperature
-        self.top_p = top_p
-        self.seed = seed
-        self.turn_timeout_s = float(turn_timeout_s)
-        self.max_tool_output_chars = int(max_tool_output_chars)
-        self.max_context_chars = max_context_chars
-        self.system_prompt = system_prompt or SYSTEM_PROMPT
-        self.finish_tool = finish_tool
+        # --agent-opt values arrive as YAML scalars: a wrong one is refused here, before any rollout
+        self.max_turns = _option("max_turns", max_turns, int, low=1)
+        self.max_tokens = _option("max_tokens", max_tokens, int, low=1)
+        self.max_rollout_tokens = _option("max_rollout_tokens", max_rollout_tokens, int, low=1)
+        self.temperature = _option("temperature", temperature, float, low=0)
+        self.top_p = _option("top_p", top_p, float, low=0)
+        self.seed = _option("seed", seed, int)
+        self.turn_timeout_s = _option("turn_timeout_s", turn_timeout_s, float, low=1e-3)
+        self.max_tool_output_chars = _option("max_tool_output_chars", max_tool_output_chars, int, low=1)
+        self.max_context_chars = _option("max_context_chars", max_context_chars, int, low=1)
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise ValueError(f"system_prompt must be text, not {system_prompt!r}")
+        if not isinstance(finish_tool, bool):
+            raise ValueError(f"finish_tool must be true or false, not {finish_tool!r}")
         if isinstance(tools, str):
             tools = [t.strip() for t in tools.split(",") if t.strip()]
+        if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
+            raise ValueError(f"tools must be tool names separated by commas (e.g. tools=read,write), not {tools!r}")
+        self.llm = resolve_model(model, base_url=base_url, api_key=api_key, **model_options)
+        self.model = self.llm.name
+        self.system_prompt = system_prompt or SYSTEM_PROMPT
+        self.finish_tool = finish_tool
         self.only_tools = list(tools) if tools else None
         if tool_choice not in ("auto", "required"):
             raise ValueError(f"tool_choice must be auto or required, not {tool_choice!r}")
@@ -244,6 +249,23 @@ class ToolLoopAgent(Agent):
 @hookimpl
 def register_agents(register):
     register("tool-loop", ToolLoopAgent)
+
+
+def _option(name: str, value: Any, kind: type, low: float | None = None) -> Any:
+    """An option of `kind` (None stays None), at least `low`; a ValueError naming it otherwise."""
+    if value is None:
+        return None
+    what = "a whole number" if kind is int else "a number"
+    try:
+        if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
+            raise ValueError
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be {what}, not {value!r}") from None
+    if number != number or number in (float("inf"), float("-inf")) or (low is not None and number < low):
+        raise ValueError(f"{name} must be {what}" + (f" of at least {low:g}" if low is not None else "")
+                         + f", not {value!r}")
+    return number
 
 
 def _chars(messages: list[dict[str, Any]]) -> int:

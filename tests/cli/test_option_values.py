@@ -1,0 +1,28 @@
+"""A wrong --agent-opt or --executor-opt value is refused before the run, naming the option; it used to be
+recorded as the agent scoring 0 on every task (temperature=hot), or reported as a bug in clawsdk."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.test_cli_errors import assert_one_line_error, call
+from tests.conftest import make_task
+
+
+@pytest.mark.parametrize("opt,named", [
+    (["--agent", "tool-loop", "--agent-opt", "temperature=hot"], "temperature must be a number, not 'hot'"),
+    (["--agent", "tool-loop", "--agent-opt", "max_turns=abc"], "max_turns must be a whole number, not 'abc'"),
+    (["--agent", "tool-loop", "--agent-opt", "max_tokens=0"], "max_tokens must be a whole number of at least 1"),
+    (["--agent", "tool-loop", "--agent-opt", "tools=5"], "tools must be tool names"),
+    (["--agent", "scripted", "--agent-opt", "foo=1"], "--agent-opt: agent 'scripted' does not accept these options (foo)"),
+    (["--executor-opt", "foo=bar"], "--executor-opt: executor 'local' does not accept these options (foo"),
+])
+def test_a_wrong_option_is_refused_before_anything_runs(tmp_path, capsys, opt, named):
+    make_task(tmp_path / "tasks", "t1")
+    db = tmp_path / "store.db"
+    argv = ["run", str(tmp_path / "tasks"), "--sandbox", "local", "--db", str(db), *opt]
+    code, out, err = call(argv, capsys)
+    assert_one_line_error(code, out, err, argv)
+    text = " ".join(err.split())
+    assert named in text and "a bug in clawsdk" not in text, text
+    assert not db.exists()  # nothing ran, nothing recorded as the agent's zero
