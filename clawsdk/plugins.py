@@ -24,6 +24,16 @@ from clawsdk.errors import PluginError
 
 log = logging.getLogger(__name__)
 
+#: what a plugin's import or hook may raise and still be only its own failure: a sys.exit() or a
+#: KeyboardInterrupt there would otherwise end every command that loads plugins, silently
+PLUGIN_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+
+
+def _failure(e: BaseException) -> str:
+    """`Type: message`, or the type alone (a bare KeyboardInterrupt or sys.exit() has no message)."""
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
 DEFAULT_PLUGINS = (
     "clawsdk_plugins.sources",
     "clawsdk_plugins.sandbox_local",
@@ -194,8 +204,8 @@ class Registry:
         info = self._info(name, origin, rank)
         try:
             self.pm.register(module, name=name)
-        except Exception as e:  # noqa: BLE001 - report, never brick the CLI
-            info.error = f"{type(e).__name__}: {e}"
+        except PLUGIN_FAILURES as e:  # report, never brick the CLI
+            info.error = _failure(e)
             return None
         for caller in self.pm.get_hookcallers(module) or []:
             for impl in caller.get_hookimpls():
@@ -208,8 +218,8 @@ class Registry:
             outer, self._calling = self._calling, info
             try:
                 return function(*args)
-            except Exception as e:  # noqa: BLE001
-                info.error = f"{hook_name} failed: {type(e).__name__}: {e}"
+            except PLUGIN_FAILURES as e:
+                info.error = f"{hook_name} failed: {_failure(e)}"
                 log.warning("plugin %s: %s", info.name, info.error)
                 return None
             finally:
@@ -267,8 +277,8 @@ class Registry:
         self._imported.add(modname)
         try:
             module = importlib.import_module(modname)
-        except Exception as e:  # noqa: BLE001
-            self._info(modname, "builtin", rank, error=f"{type(e).__name__}: {e}")
+        except PLUGIN_FAILURES as e:
+            self._info(modname, "builtin", rank, error=_failure(e))
             return
         self._add(module, modname, "builtin", rank)
 
@@ -284,9 +294,9 @@ class Registry:
             origin = f"entry point {dist.name} {dist.version}" if dist else "entry point"
             try:
                 module = ep.load()
-            except Exception as e:  # noqa: BLE001
-                self._info(ep.name, origin, n, error=f"{type(e).__name__}: {e}")
-                log.warning("plugin %s failed to load: %s", ep.name, e)
+            except PLUGIN_FAILURES as e:
+                self._info(ep.name, origin, n, error=_failure(e))
+                log.warning("plugin %s failed to load: %s", ep.name, self.plugins[-1].error)
                 continue
             self._add(module, ep.name, origin, n)
 

@@ -15,10 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from clawsdk.errors import ClawError
+from clawsdk.errors import ClawError, TaskFormatError
+from clawsdk.tasks.reading import parse_json
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_KIND = "clawsdk-benchmark"
+#: samples per task a manifest may ask for: past it a run's rollout list alone would not fit in memory
+#: (and 1e30 overflowed SQLite's INTEGER); `clawsdk run -k` has the same bound
+MAX_SAMPLES = 100_000
 
 
 class ManifestError(ClawError):
@@ -52,7 +56,7 @@ class Manifest(BaseModel):
     #: the model behind rubric/hybrid verifiers; None when every verifier is code
     judge_model: str | None = None
     #: samples per task the benchmark is meant to be run with (`bench run -k` defaults to it)
-    samples: int = Field(1, ge=1)
+    samples: int = Field(1, ge=1, le=MAX_SAMPLES)
     #: task specs the tasks were read from (SOURCE:PATH), so `bench run` can find them again
     sources: list[str] = Field(default_factory=list)
     tasks: list[BenchTask]
@@ -117,8 +121,9 @@ def looks_like_manifest(path: str | Path) -> bool:
     if not p.is_file() or p.suffix.lower() != ".json":
         return False
     try:
-        head = json.loads(p.read_text())
-    except (OSError, ValueError):
+        # nesting bounded: json.loads recursed out past about 1,000 levels
+        head = parse_json(p.read_text(), str(p))
+    except (OSError, ValueError, TaskFormatError):
         return False
     return isinstance(head, dict) and head.get("kind") == MANIFEST_KIND
 
@@ -127,9 +132,11 @@ def load_manifest(path: str | Path) -> Manifest:
     """Read a manifest file; a clear error names the file and the field at fault."""
     p = Path(path)
     try:
-        raw = json.loads(p.read_text())
+        raw = parse_json(p.read_text(), str(p))
     except FileNotFoundError:
         raise ManifestError(f"{p}: no such benchmark manifest") from None
+    except TaskFormatError as e:  # names the file: invalid, nested too deep, a key twice
+        raise ManifestError(str(e)) from None
     except ValueError as e:
         raise ManifestError(f"{p}: not JSON ({e})") from None
     except OSError as e:

@@ -104,7 +104,18 @@ def _selection(
     if exclude_tasks_from:
         from clawsdk.tasks.sources import load_tasks
 
-        excluded += [t.hash for t in load_tasks(exclude_tasks_from).tasks]
+        held_out = load_tasks(exclude_tasks_from)
+        if held_out.errors:  # a held-out task left unread would have its rollouts trained on
+            files = list(dict.fromkeys(e.path for e in held_out.errors))
+            more = f" and {len(files) - 5} more" if len(files) > 5 else ""
+            first = held_out.errors[0]
+            why = f"{first.field}: {first.message}" if first.field else first.message
+            raise ValueError(
+                f"--exclude-tasks-from {exclude_tasks_from}: {len(held_out.errors)} held-out task(s) could "
+                f"not be read: {', '.join(files[:5])}{more} (first: {why}); fix them, or move them out of it "
+                "and hold them out with --exclude-task ID"
+            )
+        excluded += [t.hash for t in held_out.tasks]
     return Selection(
         runs=list(runs),
         agents=list(agents),

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from clawsdk.bench.manifest import MAX_SAMPLES
 from clawsdk.cli.common import (announce_sandbox, console, db_option, err_console, fmt_reward,  # noqa: F401
                                 friendly_errors, load_all, parse_options, print_task_errors)
 from clawsdk.cli.options import agent_options, json_option, rollout_options
@@ -26,7 +27,8 @@ from clawsdk.store.store import Store
 @click.argument("tasks", nargs=-1, required=True)
 @agent_options()
 @rollout_options()
-@click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1), help="Rollouts per task.")
+@click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1, MAX_SAMPLES),
+              help="Rollouts per task.")
 @click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it.")
 @click.option("--executor", "-x", default="local", show_default=True, help="Where rollouts run (local, ray).")
 @click.option("--executor-opt", "executor_opts", multiple=True, metavar="KEY=VALUE",

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from clawsdk.errors import StoreError
+
 Migration = Callable[[sqlite_utils.Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 
@@ -137,16 +139,28 @@ def applied(db: sqlite_utils.Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY rowid").fetchall()]
 
 
+def check_is_store(db: sqlite_utils.Database) -> None:
+    """Refuse a SQLite file with tables but no `_migrations`: someone else's database, which clawsdk
+    would otherwise fill with its own tables. (A store makes `_migrations` before any other table.)"""
+    names = [n for n in db.table_names() if not n.startswith("sqlite_")]  # SQLite's own (ANALYZE's stats)
+    if names and "_migrations" not in names:
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        raise StoreError(f"not a clawsdk store but a SQLite database with other tables ({shown}); "
+                         "give --db a clawsdk store, or a new file")
+
+
 def migrate(db: sqlite_utils.Database) -> list[str]:
-    """Apply the migrations this file knows and the store lacks; return their names."""
+    """Apply the migrations this file knows and the store lacks; return their names.
+
+    StoreError (no path in it: the caller names the file) for a database that is not a store or that a
+    newer clawsdk wrote."""
+    check_is_store(db)
     db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
     done = set(applied(db))
     known = {name for name, _ in MIGRATIONS}
     unknown = done - known
     if unknown:
-        raise RuntimeError(
-            f"this store was written by a newer clawsdk (migrations {sorted(unknown)}); upgrade clawsdk"
-        )
+        raise StoreError(f"written by a newer clawsdk (migrations {sorted(unknown)}); upgrade clawsdk")
     ran = []
     for name, fn in MIGRATIONS:
         if name in done:

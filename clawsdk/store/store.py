@@ -16,7 +16,7 @@ import sqlite_utils
 
 from clawsdk._text import printable
 from clawsdk.errors import StoreError
-from clawsdk.store.migrations import applied, migrate
+from clawsdk.store.migrations import applied, check_is_store, migrate
 
 DEFAULT_DB = Path(".clawsdk") / "clawsdk.db"
 BUSY_TIMEOUT_MS = 30_000
@@ -77,6 +77,9 @@ class Store:
                 self._wait_until_created(wait_s)
             else:
                 migrate(self.db)
+        except StoreError as e:  # a database this clawsdk may not use: name the file
+            self.db.close()
+            raise StoreError(f"{self.path}: {e}") from None
         except sqlite3.DatabaseError as e:
             if "not a database" in str(e) or "malformed" in str(e):
                 raise StoreError(f"{self.path} is not a SQLite file ({e}); give --db a clawsdk store") from None
@@ -86,12 +89,12 @@ class Store:
         """A reader may come while another process is still creating the store: wait a moment for it."""
         deadline = time.monotonic() + wait_s
         while True:
+            check_is_store(self.db)
             if "m001_initial" in applied(self.db):  # committed with the tables it made
                 return
             if time.monotonic() >= deadline:
-                self.db.close()
-                raise StoreError(f"the store {self.path} has no tables yet: it is being created by another process "
-                                 "(try again in a moment), or it is an empty file")
+                raise StoreError("no tables yet: the store is being created by another process (try again "
+                                 "in a moment), or it is an empty file")
             time.sleep(0.1)
 
     def close(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,8 @@ from typing import Protocol
 from clawsdk.errors import PluginError, TaskFormatError
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.reading import as_task_error
+
+log = logging.getLogger(__name__)
 
 
 class TaskSource(Protocol):
@@ -47,7 +50,7 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
             raise FileNotFoundError(f"{path}: no such file or folder")
         for source_name in registry.names("task_sources"):
             source = registry.get("task_sources", source_name)
-            if source.detect(path):
+            if _detects(source, source_name, path):
                 break
         else:
             known = ", ".join(registry.names("task_sources"))
@@ -69,6 +72,19 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
             continue
         _add(result, item, seen, str(item.provenance.get("path", path)))
     return result
+
+
+def _detects(source: TaskSource, name: str, path: Path) -> bool:
+    """Whether `source` claims `path`. A detect() that raises says "not mine": one broken plugin
+    source must not stop every path, native tasks included, from loading."""
+    try:
+        return bool(source.detect(path))
+    except Exception as e:  # noqa: BLE001 - warned about, then skipped
+        from clawsdk.plugins import get_registry
+
+        log.warning("task source %r of plugin %s: detect() raised %s: %s; treated as not recognising %s",
+                    name, get_registry().owner("task_sources", name), type(e).__name__, e, path)
+        return False
 
 
 def load_many(specs: Iterable[str | Path]) -> LoadedTasks:

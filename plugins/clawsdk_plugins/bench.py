@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from clawsdk.bench.manifest import MAX_SAMPLES
 from clawsdk.hookspecs import hookimpl
 
 
@@ -93,7 +94,7 @@ def make_group() -> click.Group:
     @click.option("--weighting", type=click.Choice(["uniform", "category"]), default="uniform", show_default=True,
                   help="Task weights: all 1, or each category weighing the same.")
     @click.option("--judge-model", default=None, help="The judge model that rubric/hybrid verifiers use (pinned).")
-    @click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1),
+    @click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1, MAX_SAMPLES),
                   help="Samples per task the benchmark is meant to be run with.")
     @click.option("--name", required=True, help="Benchmark name.")
     @click.option("--version", "version", required=True, help="Benchmark version (e.g. 1.0).")
@@ -174,7 +175,7 @@ def make_group() -> click.Group:
     @bench.command("run")
     @click.argument("benchmark")
     @agent_options()
-    @click.option("--samples", "-k", default=None, type=click.IntRange(1),
+    @click.option("--samples", "-k", default=None, type=click.IntRange(1, MAX_SAMPLES),
                   help="Samples per task [default: the manifest's].")
     @rollout_options()
     @click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it and retries unscored samples.")

@@ -223,3 +223,45 @@ def test_a_weight_or_pass_rate_that_is_not_a_finite_number_in_range_names_the_fi
     path.write_text(json.dumps(raw).replace('"@@"', value))
     with pytest.raises(ManifestError, match=rf"bench.json: tasks.1.{field}: "):
         load_manifest(path)
+
+
+def _bench_run_cli(manifest, tmp_path, capsys) -> tuple[int, str]:
+    """`clawsdk bench run MANIFEST` through the entry point users run: exit code and stderr."""
+    from clawsdk.cli import main
+
+    try:
+        main(["bench", "run", str(manifest), "--agent", "oracle", "--sandbox", "local",
+              "--db", str(tmp_path / "s.db")])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    return code, " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize("value", ["1" + "0" * 30, "1e30", "100001"])
+def test_a_samples_count_past_the_bound_names_the_field(tmp_path, capsys, value):
+    """samples: 1e30 got past validation and overflowed SQLite's INTEGER (`OverflowError ... a bug`)."""
+    path = select([task(i) for i in range(2)], opts(band=None)).manifest.save(tmp_path / "bench.json")
+    raw = json.loads(path.read_text())
+    raw["samples"] = "@@"
+    path.write_text(json.dumps(raw).replace('"@@"', value))
+    with pytest.raises(ManifestError, match=r"bench.json: samples: "):
+        load_manifest(path)
+    code, err = _bench_run_cli(path, tmp_path, capsys)
+    assert code == 2 and "bench.json: samples:" in err and "a bug" not in err, err
+    raw["samples"] = 100_000
+    path.write_text(json.dumps(raw))
+    assert load_manifest(path).samples == 100_000
+
+
+def test_a_manifest_nested_too_deep_names_the_file(tmp_path, capsys):
+    """5,000 levels of JSON raised RecursionError (`a bug in clawsdk`), naming no file."""
+    from clawsdk.bench.manifest import looks_like_manifest
+
+    path = tmp_path / "deep.json"
+    path.write_text('{"kind": "clawsdk-benchmark", "x": ' + "[" * 5000 + "]" * 5000 + "}")
+    assert not looks_like_manifest(path)
+    with pytest.raises(ManifestError, match=r"deep.json: invalid JSON: nested deeper than \d+ levels"):
+        load_manifest(path)
+    code, err = _bench_run_cli(path, tmp_path, capsys)
+    assert code == 2 and f"{path}: invalid JSON: nested deeper than" in err and "a bug" not in err, err

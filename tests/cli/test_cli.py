@@ -73,3 +73,12 @@ def test_show_unknown_rollout(tmp_path, db):
     invoke("run", tmp_path / "tasks", "--db", db, "--json")
     r = invoke("show", "zzz", "--db", db)
     assert r.exit_code == 2 and "no rollout 'zzz'" in r.stderr
+
+
+def test_samples_past_the_bound_are_a_usage_error_not_a_hang(tmp_path, db):
+    """-k 99999999999999999999999 hung building the list of rollouts to run."""
+    make_task(tmp_path / "tasks", "x")
+    for k in ("99999999999999999999999", "100001"):
+        r = invoke("run", tmp_path / "tasks", "-k", k, "--db", db)
+        assert r.exit_code == 2 and "'-k'" in r.stderr and "100000" in r.stderr, r.output
+    assert not db.exists()  # refused before anything was recorded

@@ -243,3 +243,40 @@ def test_watch_of_a_run_the_store_does_not_hold_says_so_instead_of_waiting(tmp_p
     code, out, err = call(argv, capsys)
     assert_one_line_error(code, out, err, argv)
     assert "no run 'nope'" in err and "clawsdk runs" in err, err
+
+
+def test_a_sqlite_file_that_is_not_a_clawsdk_store_is_left_alone_and_named(tmp_path, capsys):
+    """`run --db other.db` wrote clawsdk's tables into someone else's database; readers then said it was
+    "being created by another process"."""
+    from tests.conftest import make_task
+
+    make_task(tmp_path / "tasks", "t1")
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE notes (body TEXT)")
+    con.execute("INSERT INTO notes VALUES ('mine')")
+    con.commit()
+    con.close()
+    for argv in (["run", str(tmp_path / "tasks"), "--sandbox", "local", "--db", str(other)],
+                 ["data", "select", "--db", str(other)], ["runs", "--db", str(other)],
+                 ["show", "r1", "--db", str(other)], ["watch", "--db", str(other)]):
+        code, out, err = call(argv, capsys)
+        assert_one_line_error(code, out, err, argv)
+        text = " ".join(err.split())
+        assert f"{other}: not a clawsdk store" in text and "being created" not in text, text
+    con = sqlite3.connect(other)
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["notes"]
+    assert con.execute("SELECT body FROM notes").fetchall() == [("mine",)]
+
+
+def test_a_store_written_by_a_newer_clawsdk_says_upgrade_not_a_bug(tmp_path, capsys):
+    db = tmp_path / "store.db"
+    with Store(db) as store:
+        store.db.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m999_future', 'x')")
+        store.db.conn.commit()
+    argv = ["data", "select", "--db", str(db)]
+    code, out, err = call(argv, capsys)
+    assert_one_line_error(code, out, err, argv)
+    text = " ".join(err.split())
+    assert f"{db}: written by a newer clawsdk" in text and "upgrade clawsdk" in text, text
+    assert "a bug" not in text, text

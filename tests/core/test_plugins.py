@@ -1,6 +1,7 @@
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +223,55 @@ def test_a_kind_loads_only_its_plugins():
     assert {"clawsdk_plugins.sources", "clawsdk_plugins.clawgym"} <= loaded
     assert not loaded & {"mcp", "clawsdk_plugins.models_openai", "clawsdk_plugins.agent_toolloop",
                          "clawsdk_plugins.sandbox_docker", "clawsdk_plugins.trainers"}
+
+
+def test_a_plugin_that_exits_or_interrupts_on_import_is_reported_not_fatal(tmp_path):
+    """sys.exit() in a plugin's import ended every command that loads plugins, silently."""
+    import os
+
+    _write_plugin_dist(tmp_path, "claw_exits", "import sys\nsys.exit(3)\n")
+    _write_plugin_dist(tmp_path, "claw_interrupts", "raise KeyboardInterrupt\n")
+    _write_plugin_dist(tmp_path, "claw_hook_exits", """
+        import sys
+        from clawsdk.hookspecs import hookimpl
+
+        @hookimpl
+        def register_agents(register):
+            sys.exit('bye from a hook')
+    """)
+    plugins = _plugins_json(tmp_path)
+    assert plugins["claw_exits"]["error"] == "SystemExit: 3"
+    assert plugins["claw_interrupts"]["error"] == "KeyboardInterrupt"
+    assert plugins["claw_hook_exits"]["error"] == "register_agents failed: SystemExit: bye from a hook"
+    assert "oracle" in plugins["clawsdk_plugins.agents"]["provides"]["agents"]
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "clawsdk", "tasks", "list", "examples/tasks"],
+                         capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0 and "monthly-expense-report" in out.stdout, out.stderr
+    assert "plugin claw_exits failed to load: SystemExit: 3" in out.stderr, out.stderr
+
+
+def test_a_task_source_whose_detect_raises_is_not_mine_with_a_warning(tmp_path):
+    """Its detect() raising made every bare path fail to load, native tasks included."""
+    import os
+
+    _write_plugin_dist(tmp_path, "claw_detect", """
+        from clawsdk.hookspecs import hookimpl
+
+        class Source:
+            def detect(self, path):
+                raise RuntimeError('detect exploded')
+
+            def load(self, path):
+                raise RuntimeError('load exploded')
+
+        @hookimpl
+        def register_task_sources(register):
+            register('aaa-first', Source())  # detected before every built-in source
+    """)
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "clawsdk", "tasks", "list", "examples/tasks"],
+                         capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0 and "monthly-expense-report" in out.stdout, out.stderr
+    warning = "task source 'aaa-first' of plugin claw_detect: detect() raised RuntimeError: detect exploded"
+    assert warning in " ".join(out.stderr.split()), out.stderr

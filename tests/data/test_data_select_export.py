@@ -402,3 +402,31 @@ def test_a_rollout_whose_model_never_replied_is_a_dropped_candidate_not_a_failed
     res = runner.invoke(cli_main, ["data", "export", "--db", str(db), "--name", "rest",
                                    "--out", str(tmp_path), "--format", "jsonl"])
     assert res.exit_code == 0 and "rest@v1: 3 sft rows" in " ".join(res.output.split()), res.output
+
+
+def test_held_out_tasks_that_cannot_be_read_are_refused_not_silently_trained_on(store_path, tmp_path):
+    """--exclude-tasks-from dropped the tasks it could not read, so their rollouts went into training data."""
+    from clawsdk.tasks.native import save_task
+
+    held = tmp_path / "held-out"
+    save_task(hello_task("hello-a"), held / "hello-a")
+    bad = save_task(hello_task("hello-b", "bye"), held / "hello-b") / "task.yaml"
+    bad.write_text(bad.read_text() + "stray_field: 1\n")
+    runner = CliRunner()
+    for args in (["data", "select", "--json"],
+                 ["data", "export", "--name", "sft", "--out", str(tmp_path / "out"), "--format", "jsonl"],
+                 ["data", "export", "--kind", "preference", "--name", "p", "--out", str(tmp_path / "out")]):
+        res = runner.invoke(cli_main, [*args, "--db", str(store_path), "--exclude-tasks-from", str(held)])
+        text = " ".join(res.output.split())
+        assert res.exit_code == 2, text
+        assert f"1 held-out task(s) could not be read: {bad}" in text, text
+        assert "--exclude-task" in text and len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    with Store(store_path) as store:
+        assert store.query("SELECT COUNT(*) AS n FROM datasets")[0]["n"] == 0
+    # readable, it holds both tasks out
+    bad.write_text(bad.read_text().replace("stray_field: 1\n", ""))
+    res = runner.invoke(cli_main, ["data", "select", "--json", "--db", str(store_path),
+                                   "--exclude-tasks-from", str(held), "--min-reward", "-1"])
+    assert res.exit_code == 0 and {r["reason"].split(":")[0] for r in json.loads(res.output)["rollouts"]} == {
+        "excluded"}

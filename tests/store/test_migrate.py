@@ -12,6 +12,7 @@ import sqlite3
 import pytest
 import sqlite_utils
 
+from clawsdk.errors import StoreError
 from clawsdk.store import migrations
 from clawsdk.store.store import Store
 
@@ -95,5 +96,6 @@ def test_a_store_from_a_newer_clawsdk_is_refused(tmp_path):
     with Store(tmp_path / "s.db") as store:
         store.db.execute("INSERT INTO _migrations (name, applied_at) VALUES ('m999_future', 'x')")
         store.db.conn.commit()
-    with pytest.raises(RuntimeError, match=r"newer clawsdk \(migrations \['m999_future'\]\); upgrade clawsdk"):
+    with pytest.raises(StoreError,
+                       match=r"s.db: written by a newer clawsdk \(migrations \['m999_future'\]\); upgrade clawsdk"):
         Store(tmp_path / "s.db")

@@ -4,6 +4,7 @@ import anyio
 import pytest
 import sqlite_utils
 
+from clawsdk.errors import StoreError
 from clawsdk.store import migrations
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
@@ -39,8 +40,20 @@ def test_a_failing_migration_leaves_the_old_schema(db, monkeypatch):
 def test_a_store_from_a_newer_clawsdk_is_refused(db):
     Store(db).close()
     sqlite_utils.Database(db).execute("INSERT INTO _migrations VALUES ('m500_future', 'x')")
-    with pytest.raises(RuntimeError, match="newer clawsdk"):
+    with pytest.raises(StoreError, match="newer clawsdk .*; upgrade clawsdk"):
         Store(db)
+
+
+def test_a_sqlite_database_that_is_not_a_store_is_refused_and_left_as_it_was(tmp_path):
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE notes (body TEXT)")
+    con.commit()
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match=r"other.db: not a clawsdk store .*\(notes\); give --db"):
+            Store(other, readonly=readonly, wait_s=0)
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["notes"]
+    con.close()
 
 
 def test_writer_commits_everything_queued_even_when_cancelled(db):
