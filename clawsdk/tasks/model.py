@@ -5,15 +5,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TASK_SCHEMA_VERSION = 1
-#: an id names the task's folder when tasks are written (convert, synth): one name, of at
-#: most the 255 bytes a file name may have
-MAX_ID_BYTES = 255
+#: the most bytes one file or folder name may have (Linux, macOS)
+MAX_NAME_BYTES = 255
+#: an id names the task's folder when tasks are written (convert, synth): one name
+MAX_ID_BYTES = MAX_NAME_BYTES
 
 
 def check_task_id(task_id: str) -> str:
@@ -31,6 +34,43 @@ def check_task_id(task_id: str) -> str:
         raise ValueError(f"a task id is at most {MAX_ID_BYTES} bytes (it names a folder); this one is "
                          f"{len(task_id.encode('utf-8'))}: {task_id[:40]!r}...")
     return task_id
+
+
+def first_where(value: Any, bad: Callable[[Any], bool], where: str = "") -> str | None:
+    """The path (`a.b[0]`) of the first value or key in `value`, walking models, dicts and lists, for which
+    `bad` is true; "" for `value` itself, None when there is none."""
+    if bad(value):
+        return where
+    if isinstance(value, BaseModel):
+        value = dict(value)  # its fields and extras
+    if isinstance(value, dict):
+        for k, v in value.items():
+            here = f"{where}.{k}" if where else str(k)
+            if bad(k):
+                return here
+            if (found := first_where(v, bad, here)) is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            if (found := first_where(v, bad, f"{where}[{i}]")) is not None:
+                return found
+    return None
+
+
+def not_utf8(value: Any) -> bool:
+    """A text that cannot be written as UTF-8: one holding a lone surrogate, as a file name that is not
+    UTF-8 is read (`bad\\xff.txt` becomes 'bad\\udcff.txt') and as JSON's "\\udcff" is parsed."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def not_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 #: The six ClawGym-Bench categories.
@@ -73,7 +113,22 @@ class File(BaseModel):
         norm = normalize_relative(path)
         if norm == ".":
             raise ValueError(f"file {path!r} names the folder itself, not a file in it")
+        # the hash, the store and every sandbox write the name as UTF-8: one that is not ended the whole run
+        if not_utf8(norm):
+            raise ValueError(f"file {path!r}: the file name is not UTF-8; rename it")
+        long = next((p for p in norm.split("/") if len(p.encode("utf-8")) > MAX_NAME_BYTES), None)
+        if long is not None:  # no file system holds it: every rollout was a sandbox_error
+            raise ValueError(f"file {path[:60]!r}...: a file or folder name is at most {MAX_NAME_BYTES} bytes; "
+                             f"{long[:40]!r}... is {len(long.encode('utf-8'))}")
         return norm
+
+    @field_validator("text")
+    @classmethod
+    def _utf8(cls, text: str | None) -> str | None:
+        if not_utf8(text):
+            raise ValueError("the text is not UTF-8 (it holds a lone surrogate, such as JSON's \"\\udcff\"); "
+                             "give bytes that are not text as 'b64'")
+        return text
 
     @classmethod
     def from_bytes(cls, path: str, data: bytes, executable: bool = False) -> File:
@@ -99,7 +154,9 @@ class ToolCall(BaseModel):
 
 
 class Limits(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # inf and nan are refused: the store keeps a task as JSON, which has neither (a stored null made
+    # `data select` fail for the whole store)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     timeout_s: float = Field(600.0, gt=0, description="wall clock for the agent's whole run")
     tool_timeout_s: float = Field(60.0, gt=0, description="one tool call")
@@ -110,11 +167,20 @@ class Limits(BaseModel):
 class VerifierSpec(BaseModel):
     """Which verifier scores the task and its configuration; validated by that verifier plugin."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
     type: str = "checks"
     checks: list[dict[str, Any]] = Field(default_factory=list)
     pass_threshold: float = Field(1.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _finite(self) -> VerifierSpec:
+        """No inf or nan anywhere in the spec (a weight, a timeout, an expected value): the store keeps it as
+        JSON, which has neither, and an inf weight makes every score nan."""
+        where = first_where(self, not_finite)
+        if where is not None:
+            raise ValueError(f"{where} is not a finite number; inf and nan are refused")
+        return self
 
 
 class ToolPolicy(BaseModel):
@@ -166,6 +232,16 @@ class Task(BaseModel):
     @classmethod
     def _folder_name(cls, task_id: str) -> str:
         return check_task_id(task_id)
+
+    @field_validator("category", "difficulty", "tags", "tools", "solution", "verifier", "tool_policy", "tool_config")
+    @classmethod
+    def _utf8(cls, value: Any) -> Any:
+        """Every text the hash covers is UTF-8 (files check their own): one that is not ended the whole run
+        at the task's hash."""
+        where = first_where(value, not_utf8)
+        if where is not None:
+            raise ValueError(f"{where + ' ' if where else ''}is not UTF-8 text (it holds a lone surrogate)")
+        return value
 
     @field_validator("workspace", "hidden")
     @classmethod

@@ -51,7 +51,11 @@ def load_task(folder: str | os.PathLike) -> Task:
     data.setdefault("id", folder.name)
     try:
         for name in _FOLDER_FIELDS:
-            data[name] = read_tree(folder, name, budget=budget) if lexists(folder, name) else []
+            try:
+                data[name] = read_tree(folder, name, budget=budget) if lexists(folder, name) else []
+            except ValidationError as e:  # a file no workspace can hold; the message names it
+                raise TaskFormatError(str(folder), validation_message(e)[1], field=name, task_id=str(task_id)) \
+                    from None
         if "solution" not in data:
             data["solution"] = _read_solution(folder, budget)
         task = Task.model_validate(data)
@@ -91,7 +95,11 @@ def _read_solution(folder: Path, budget: Budget) -> list[dict] | None:
 
 
 def _check_verifier(task: Task, spec_path: Path) -> None:
-    """Ask the verifier plugin to parse the spec now, so a bad check fails at load, not after a rollout."""
+    """Ask the verifier plugin to parse the spec now, so a bad check fails at load, not after a rollout.
+
+    A verifier with a `check_task(task)` method is asked too whether it can score this task at all (the
+    hidden files it reads are there, its code compiles): ValueError("verifier.FIELD: why") if not.
+    """
     from clawsdk.plugins import get_registry
 
     registry = get_registry()
@@ -102,7 +110,9 @@ def _check_verifier(task: Task, spec_path: Path) -> None:
         raise TaskFormatError(str(spec_path), f"unknown verifier type {task.verifier.type!r} (known: {known})",
                               field="verifier.type", task_id=task.id) from None
     try:
-        factory(task.verifier)
+        verifier = factory(task.verifier)
+        if hasattr(verifier, "check_task"):
+            verifier.check_task(task)
     except (ValueError, TypeError) as e:
         field, sep, msg = str(e).partition(": ")
         if not (sep and field.startswith("verifier")):  # the plugin named no field of its own

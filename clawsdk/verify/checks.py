@@ -11,28 +11,51 @@ import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator,
+                      model_validator)
 
 from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
+from clawsdk.sandbox.paths import normalize_relative
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import ExecResult
+    from clawsdk.tasks.model import Task
 
 
 class _Check(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str | None = None
     weight: float = Field(1.0, ge=0)
 
     def label(self) -> str:
         return self.name or f"{self.type}:{getattr(self, 'path', None) or getattr(self, 'run', '')}"[:120]
 
+    @field_validator("path", check_fields=False)
+    @classmethod
+    def _in_workspace(cls, path: str) -> str:
+        """A file in the workspace: one outside (/etc/passwd, ../x) cannot be read there, and scored every
+        agent 0 without a word. Kept as written, since it names the check."""
+        if normalize_relative(path) == ".":
+            raise ValueError(f"path {path!r} names the workspace itself, not a file in it")
+        return path
+
 
 class _Expected(_Check):
     expected_file: str | None = None
+
+    @field_validator("expected_file")
+    @classmethod
+    def _in_hidden(cls, path: str | None) -> str | None:
+        if path is None:
+            return None
+        try:
+            return normalize_relative(path)
+        except PathEscapeError:
+            raise ValueError(f"{path!r} must name a file among the task's hidden files (a relative path "
+                             "inside hidden/)") from None
 
     def _need_one(self, field: str) -> None:
         if (getattr(self, field) is None) == (self.expected_file is None):
@@ -167,7 +190,10 @@ def _num(x: Any) -> float | None:
     if isinstance(x, bool):
         return None
     if isinstance(x, (int, float)):
-        return float(x)
+        try:
+            return float(x)
+        except OverflowError:  # an int past a float (400 digits): compared exactly, as itself
+            return None
     if isinstance(x, str):
         try:
             return float(x.strip().replace(",", ""))
@@ -254,6 +280,26 @@ class ChecksVerifier(Verifier):
             subscores.append(sub)
             await ctx.recorder.record("verifier", {"check": sub.name, "score": score, "detail": sub.detail})
         return Verdict.aggregate(self.name, subscores, self.pass_threshold)
+
+    def check_task(self, task: Task) -> None:
+        """ValueError naming the check whose expected file the task does not hold, or holds in a form it
+        cannot read: every rollout of it would be a verifier_error."""
+        hidden = {f.path: f for f in task.hidden}
+        for i, c in enumerate(self.checks):
+            if getattr(c, "expected_file", None) is None:
+                continue
+            where = f"verifier.checks[{i}].expected_file"
+            f = hidden.get(c.expected_file)
+            if f is None:
+                have = ", ".join(sorted(hidden)[:5]) or "none"
+                raise ValueError(f"{where}: {c.expected_file!r} is not among the task's hidden files ({have})")
+            try:
+                text = f.data.decode("utf-8")
+                if c.type == "json_equals":
+                    json.loads(text)
+            except (ValueError, RecursionError) as e:  # not UTF-8, not JSON
+                raise ValueError(f"{where}: hidden file {c.expected_file!r} cannot be read as "
+                                 f"{'JSON' if c.type == 'json_equals' else 'UTF-8 text'}: {str(e)[:200]}") from None
 
     def _hidden(self, ctx: VerifyContext, path: str) -> bytes:
         for f in ctx.task.hidden:
@@ -370,7 +416,7 @@ class ChecksVerifier(Verifier):
             try:
                 actual = json.loads(text)
                 ok = values_equal(actual, expected, c.tolerance, c.ignore_order, c.subset)
-            except (ValueError, RecursionError) as e:  # not JSON, nested past recursion, a 5,000-digit number
+            except (ValueError, RecursionError, ArithmeticError) as e:  # not JSON, too deep, a 5,000-digit number
                 return 0.0, f"{c.path} is not JSON this check can read: {type(e).__name__}: {str(e)[:200]}"
             return float(ok), "equal" if ok else f"differs: got {' '.join(text[:600].split())[:300]}"
         if c.type == "csv_equals":

@@ -99,6 +99,21 @@ class HybridVerifier(Verifier):
             except Exception as e:  # an unknown type: PluginError
                 raise ValueError(f"verifier.parts[{i}] ({part.name}): {e}") from None
 
+    def check_task(self, task: Any) -> None:
+        """Each part's own load-time check (its hidden files are there, its code compiles), named as the
+        task file names it: verifier.parts[0].verifier.script."""
+        for i, (_, verifier) in enumerate(self.parts):
+            check = getattr(verifier, "check_task", None)
+            if check is None:
+                continue
+            try:
+                check(task)
+            except ValueError as e:
+                msg = str(e)
+                where = f"verifier.parts[{i}].verifier"
+                raise ValueError(where + msg.removeprefix("verifier") if msg.startswith("verifier")
+                                 else f"{where}: {msg}") from None
+
     async def before_hidden(self, ctx: VerifyContext) -> bool:
         ran = False
         for _, verifier in self.parts:

@@ -70,5 +70,10 @@ class Verifier(abc.ABC):
         so the sandbox stops what it left running. The default runs nothing."""
         return False
 
+    def check_task(self, task: Any) -> None:
+        """Called when a task is loaded: raise ValueError("verifier.FIELD: why") if this verifier could never
+        score it (a hidden file it reads is missing, its code does not compile), so the task is refused at
+        load instead of every rollout ending verifier_error. The default checks nothing."""
+
     @abc.abstractmethod
     async def verify(self, ctx: VerifyContext) -> Verdict: ...

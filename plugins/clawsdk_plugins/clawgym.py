@@ -185,6 +185,8 @@ def load_folder_task(folder: Path) -> Task:
     except TaskFormatError as e:
         e.task_id = task_id
         raise
+    except ValidationError as e:  # a file no workspace can hold; the message names it
+        raise TaskFormatError(str(folder), validation_message_of(e), task_id=task_id) from None
     except (OSError, ValueError) as e:
         raise TaskFormatError(str(folder), f"cannot read the task files: {e}", task_id=task_id) from None
     # reward.sh is run with bash: its mode bit carries nothing (and a jsonl line cannot hold it)
@@ -501,6 +503,13 @@ class ClawGymVerifier(Verifier):
             err = e.errors()[0]
             raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
         self.reward_dir = self.spec.script.rsplit("/", 1)[0] if "/" in self.spec.script else ""
+
+    def check_task(self, task: Task) -> None:
+        """ValueError when the task does not hold the script this verifier runs: every rollout of it would be
+        a verifier_error (a native task with `verifier: {type: clawgym}` and no hidden/reward/)."""
+        if not any(f.path == self.spec.script for f in task.hidden):
+            raise ValueError(f"verifier.script: {self.spec.script!r} is not among the task's hidden files; the "
+                             f"clawgym verifier runs it (in a native task: hidden/{self.spec.script})")
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
         spec, sandbox = self.spec, ctx.sandbox

@@ -38,7 +38,7 @@ from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
-from clawsdk_plugins.clawgym import validated_task
+from clawsdk_plugins.clawgym import validated_task, validation_message_of
 
 GRADE_FILE = "pinchbench/grade.py"
 DEFAULT_WEIGHTS = {"automated": 0.5, "llm_judge": 0.5}
@@ -124,6 +124,18 @@ def python_block(text: str) -> str | None:
     return None
 
 
+def compile_error(code: str) -> str | None:
+    """Why the grade() code does not compile, or None. Checked at load: a typo in it made every rollout a
+    verifier_error."""
+    try:
+        compile(code, "grade()", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return f"{e.msg} (line {e.lineno} of the code)"
+    except (ValueError, RecursionError, MemoryError) as e:  # a NUL byte, nesting past the parser
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
 def _asset_places(md: Path, assets: Path | None, source: str) -> list[tuple[Path, str]]:
     """(folder, path below it) where a workspace_files source may be, in the order they are tried.
 
@@ -195,7 +207,7 @@ def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str, budg
                                       field=field, task_id=task_id)
             files.append(File.from_bytes(dest, _read_asset(md, assets, source, field, task_id, budget)))
         except ValidationError as e:
-            raise TaskFormatError(str(md), e.errors()[0]["msg"], field=field, task_id=task_id) from None
+            raise TaskFormatError(str(md), validation_message_of(e), field=field, task_id=task_id) from None
     return files
 
 
@@ -209,9 +221,9 @@ def _weights(raw: Any, md: Path, task_id: str) -> dict[str, float]:
         w = {k: float(raw.get(k, 0.0)) for k in ("automated", "llm_judge")}
     except (TypeError, ValueError):
         raise TaskFormatError(str(md), "weights must be numbers", field="grading_weights", task_id=task_id) from None
-    if any(v < 0 for v in w.values()) or sum(w.values()) <= 0:
-        raise TaskFormatError(str(md), "weights must be >= 0 with a positive sum", field="grading_weights",
-                              task_id=task_id)
+    if any(not 0 <= v < math.inf for v in w.values()) or sum(w.values()) <= 0:
+        raise TaskFormatError(str(md), "weights must be finite numbers >= 0 with a positive sum",
+                              field="grading_weights", task_id=task_id)
     return w
 
 
@@ -252,6 +264,9 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
     if code is not None and not re.search(r"^def grade\s*\(", code, re.M):
         raise TaskFormatError(str(md), "the python block defines no grade(transcript, workspace_path) function",
                               field="## Automated Checks", task_id=task_id)
+    if code is not None and (error := compile_error(code)):
+        raise TaskFormatError(str(md), f"the python block does not compile: {error}", field="## Automated Checks",
+                              task_id=task_id)
     if grading in ("llm_judge", "hybrid") and not rubric:
         raise TaskFormatError(str(md), f"grading_type {grading} needs a '## LLM Judge Rubric' section",
                               field="## LLM Judge Rubric", task_id=task_id)
@@ -454,6 +469,21 @@ class PinchBenchVerifier(Verifier):
         except ValidationError as e:
             err = e.errors()[0]
             raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+    def check_task(self, task: Task) -> None:
+        """ValueError when the task does not hold a grade() code that compiles: every rollout of it would be a
+        verifier_error."""
+        f = next((f for f in task.hidden if f.path == self.spec.grade_file), None)
+        if f is None:
+            raise ValueError(f"verifier.grade_file: {self.spec.grade_file!r} is not among the task's hidden "
+                             f"files; the pinchbench verifier runs its grade() (in a native task: "
+                             f"hidden/{self.spec.grade_file})")
+        try:
+            error = compile_error(f.data.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            error = f"not UTF-8 text: {e}"
+        if error:
+            raise ValueError(f"verifier.grade_file: {self.spec.grade_file!r} does not compile: {error}")
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
         task, spec = ctx.task, self.spec

@@ -28,6 +28,7 @@ CHECKS = {
 FILES = {
     "nested JSON": "python3 -c \"print('[' * 100000 + ']' * 100000)\" > out",
     "a 5,000-digit number": "python3 -c \"print('{\\\"a\\\": ' + '9' * 5000 + '}')\" > out",
+    "a 400-digit number": "python3 -c \"print('{\\\"a\\\": 1' + '0' * 400 + '}')\" > out",
     "a CSV field over the limit": "python3 -c \"print('a,' + 'x' * 200000)\" > out",
     "a newline in an unquoted field": "printf 'a\\r\\nb\\rc\\n' > out",
     "a symlink out": "ln -s /etc/hostname out",
