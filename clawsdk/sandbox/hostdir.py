@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -28,6 +29,10 @@ from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
 
 MIN_SHM_FREE = 512 * 1024 * 1024
+#: how long a command that could not start for want of descriptors or processes in this process
+#: (EMFILE, ENFILE, EAGAIN: the runner's, shared by every rollout) is tried again, at most its own timeout
+SPAWN_RETRY_S = 10.0
+SPAWN_TRANSIENT = (errno.EMFILE, errno.ENFILE, errno.EAGAIN)
 
 
 def workspace_root(configured: str | None = None) -> Path:
@@ -78,6 +83,29 @@ def sweep_orphans(base: Path, backend: str = "local") -> int:
     return hostroot.sweep_orphans(base, backend, kill_processes=True)
 
 
+def _move(fd: int, name: str, to: int) -> bool:
+    """Rename `name` in `fd` into the folder `to` under a fresh name, or, with no such folder (`to` -1), to a
+    fresh name beside it that no program looks for."""
+    try:
+        if to >= 0:
+            os.rename(name, secrets.token_hex(8), src_dir_fd=fd, dst_dir_fd=to)
+        else:
+            os.rename(name, f"clawsdk-moved-{secrets.token_hex(8)}", src_dir_fd=fd, dst_dir_fd=fd)
+    except OSError:
+        return False
+    return True
+
+
+def _let_owner_in(fd: int) -> None:
+    """Give a folder's owner its r-x, as `Tree.scrub` does the workspace's folders."""
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o500 != 0o500:
+            os.fchmod(fd, mode | 0o500)
+    except OSError:
+        pass
+
+
 def kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -99,6 +127,9 @@ class HostDirSandbox(Sandbox):
     """A workspace folder on the host; subclasses decide how commands are isolated."""
 
     name = "hostdir"
+    #: whether each command mounts the workspace afresh (bwrap): then the folders down to a workspace mounted
+    #: inside HOME are made again where the agent moved them or put something else in their place
+    remounts: bool = False
 
     def __init__(self, config: SandboxConfig | None = None):
         self.config = config or SandboxConfig()
@@ -181,7 +212,9 @@ class HostDirSandbox(Sandbox):
         chain or thousands of slow links ran it out of time, leaving a link to the hidden files in place."""
         self.turn_over = True
         assert self.root is not None
-        removed = await anyio.to_thread.run_sync(self.files().scrub, str(self.root / "scrubbed"))
+        # a fresh name: the local sandbox's root is the agent's to write
+        aside = str(self.root / f"scrubbed-{secrets.token_hex(8)}")
+        removed = await anyio.to_thread.run_sync(self.files().scrub, aside)
         return removed + await anyio.to_thread.run_sync(self._clear_home)
 
     def visible_home(self) -> str:
@@ -193,12 +226,14 @@ class HostDirSandbox(Sandbox):
         a planted ~/.sqliterc (a TEMP VIEW named like the table a check counts) or ~/.jq (`def length: 3;`)
         passed checks for an agent that wrote nothing. Other files stay, and so do the folders that lead to
         a workspace mounted inside HOME (OpenClaw's ~/.openclaw/workspace), of which only the workspace
-        itself is kept. Returns what moved, as `~/NAME`."""
+        itself is kept. Something else in their place (`mv ~/.openclaw ~/.oc2` and a file or a dangling link
+        named ~/.openclaw) moves too, and a backend that mounts per command gets real folders back: else
+        bwrap could not mount the workspace, every verifier command failed, and a check expecting exit 1
+        passed. Returns what moved, as `~/NAME`."""
         if self.home is None or self.root is None:
             return []
         home, ws = PurePosixPath(self.visible_home()), PurePosixPath(self.visible_workspace())
         chain = ws.relative_to(home).parts if ws != home and ws.is_relative_to(home) else ()
-        aside = self.root / "home.agent"
         moved: list[str] = []
         try:
             fd = os.open(self.home, safefs.O_DIR)
@@ -208,20 +243,25 @@ class HostDirSandbox(Sandbox):
         try:
             while True:
                 keep = chain[level] if level < len(chain) else None
+                if keep is not None:  # `chmod 000 ~` stopped bwrap's chdir to the workspace as well
+                    _let_owner_in(fd)
                 with os.scandir(fd) as it:
-                    names = sorted(e.name for e in it)
-                for name in names:
-                    if name == keep or (level == 0 and not name.startswith(".")):
+                    entries = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+                for name, is_dir in entries:
+                    if name == keep:
+                        if is_dir:
+                            continue  # on the way to the workspace
+                    elif level == 0 and not name.startswith("."):
                         continue
                     if to is None:
-                        aside.mkdir(mode=0o700, exist_ok=True)
-                        to = os.open(aside, safefs.O_DIR)
-                    try:
-                        os.rename(name, secrets.token_hex(8), src_dir_fd=fd, dst_dir_fd=to)
-                    except OSError:
-                        continue
-                    moved.append(f"~/{rel}{name}")
-                if keep is None or level == len(chain) - 1 or keep not in names:
+                        to = self._aside_for_home()
+                    if _move(fd, name, to):
+                        moved.append(f"~/{rel}{name}")
+                if keep is None:
+                    return moved
+                if self.remounts:
+                    self._remake(fd, keep)
+                if level == len(chain) - 1:
                     return moved
                 try:
                     sub = os.open(keep, safefs.O_DIR, dir_fd=fd)
@@ -231,8 +271,34 @@ class HostDirSandbox(Sandbox):
                 fd, level, rel = sub, level + 1, f"{rel}{keep}/"
         finally:
             os.close(fd)
-            if to is not None:
+            if to is not None and to >= 0:
                 os.close(to)
+
+    def _aside_for_home(self) -> int:
+        """A new folder of a fresh name in the root for what leaves HOME (the local sandbox's root is the
+        agent's to write: a file it left at a fixed name made end_turn fail, verifier_error); -1 if none can
+        be made, and what leaves HOME is renamed where it is."""
+        assert self.root is not None
+        aside = self.root / f"home.agent-{secrets.token_hex(8)}"
+        try:
+            aside.mkdir(mode=0o700)
+            return os.open(aside, safefs.O_DIR)
+        except OSError:
+            return -1
+
+    def _remake(self, fd: int, name: str) -> None:
+        """A real folder `name` in `fd`, the sandbox's own, where none is (the agent's was just moved)."""
+        try:
+            os.mkdir(name, 0o755, dir_fd=fd)
+            sub = os.open(name, safefs.O_DIR, dir_fd=fd)
+        except OSError:  # there already, or no room: the mount fails as it would have
+            return
+        try:
+            os.fchmod(sub, 0o755)
+            if self.file_owner is not None:
+                os.fchown(sub, self.file_owner, self.file_owner)
+        finally:
+            os.close(sub)
 
     def cwd_of(self, cwd: str | None) -> str:
         """A command's folder, resolved inside the workspace ('' for its root)."""
@@ -283,24 +349,37 @@ class HostDirSandbox(Sandbox):
         argv, host_cwd, full_env = self.wrap_command(argv, host_cwd, full_env)
         limit = self.config.output_limit
         started = time.perf_counter()
-        try:
-            proc = await anyio.open_process(
-                argv,
-                cwd=host_cwd,
-                env=full_env,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as e:
-            if e.errno == errno.E2BIG:  # the command's own fault, answered as a shell would: not a broken sandbox
-                size = sum(len(a.encode("utf-8", "surrogateescape")) + 1 for a in argv)
-                return ExecResult(126, "", f"command too long: {size:,} bytes with its arguments, over the "
-                                           "system's limit (Argument list too long); write it to a file and run "
-                                           "that instead", duration_s=time.perf_counter() - started)
-            self.failure = f"could not start {argv[0]!r}: {e}"
-            raise SandboxError(self.failure) from e
+        pause = 0.05
+        while True:
+            try:
+                proc = await anyio.open_process(
+                    argv,
+                    cwd=host_cwd,
+                    env=full_env,
+                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,
+                )
+                break
+            except OSError as e:
+                if e.errno == errno.E2BIG:  # the command's own fault, answered as a shell would
+                    size = sum(len(a.encode("utf-8", "surrogateescape")) + 1 for a in argv)
+                    return ExecResult(126, "", f"command too long: {size:,} bytes with its arguments, over "
+                                               "the system's limit (Argument list too long); write it to a "
+                                               "file and run that instead",
+                                     duration_s=time.perf_counter() - started)
+                if e.errno not in SPAWN_TRANSIENT:
+                    self.failure = f"could not start {argv[0]!r}: {e}"
+                    raise SandboxError(self.failure) from e
+                # this process is short of descriptors or processes, which every rollout shares: taken for
+                # a broken sandbox, another rollout's burst (end_turn walking its deep links) ended this one
+                # unscored
+                if time.perf_counter() - started + pause > min(SPAWN_RETRY_S, timeout or SPAWN_RETRY_S):
+                    raise SandboxError(f"could not start {argv[0]!r}: {e}; tried for "
+                                       f"{time.perf_counter() - started:.1f} s") from e
+                await anyio.sleep(pause)
+                pause = min(pause * 2, 1.0)
         self._groups.add(proc.pid)
         out, err = bytearray(), bytearray()
         cut = [False]

@@ -13,9 +13,12 @@ Policy, chosen so agents keep the symlinks they legitimately make:
 - A symlink (in the middle or at the end of a path) is followed only by walking its target
   again from the folder that holds it, or from the root for an absolute target that names
   the root as the sandbox sees it (``aliases``, e.g. ``/root/.openclaw/workspace``); ``..``
-  is undone on our own stack of descriptors, so it can never climb above the root. Any
+  is undone on our own record of the folders walked, so it can never climb above the root. Any
   other absolute target, a ``..`` above the root or more than `MAX_HOPS` links is
   `PathEscapeError`. A dangling link to a path inside is created there on write.
+- A walk keeps descriptors for its deepest `KEEP_OPEN` folders only, and opens at most `MAX_OPENS`: the
+  runner's descriptors are every rollout's, and links chained down a deep folder made one walk hold
+  thousands of them (see `_Descent`).
 - Only regular files are read or written. Files are opened ``O_NONBLOCK``, so a fifo or a
   device node planted as a file is refused after ``fstat`` instead of hanging the host.
 - A write never modifies an inode that has another name (``st_nlink > 1``): a hardlink could
@@ -48,6 +51,11 @@ MAX_HOPS = 40
 MAX_RETRIES = 8
 #: a recursive listing stops descending this deep
 MAX_DEPTH = 256
+#: folder descriptors one walk keeps open: those of its deepest folders (a `..` past them walks down again)
+KEEP_OPEN = 16
+#: folders one walk may open, its walks down again included: as many as the kernel's own walk passes through
+#: (the path and 40 links, each at most PATH_MAX, so 2,048 names); past that the path is refused
+MAX_OPENS = (MAX_HOPS + 1) * 2048
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC  # never waits on a fifo
@@ -73,6 +81,71 @@ class _Spot:
     fd: int
     name: str
     rel: str  # the resolved path of `name` from the root
+
+
+class _Descent:
+    """Where a walk is: the names of the folders from the root down, with descriptors for the root and the
+    deepest `KEEP_OPEN` of them only. A descriptor per level let links chained through a folder 24,000 deep
+    hold the runner's every descriptor, again and again while `scrub` judged them, and another rollout's next
+    command failed to start (EMFILE). A `..` past the kept ones walks the names down again from the root,
+    without following links: the walk still never leaves the root."""
+
+    def __init__(self, root_fd: int, label: str):
+        self.root_fd = root_fd
+        self.label = label  # names the path in errors
+        self.names: list[str] = []
+        self.fds: deque[int] = deque()  # the folders at the end of `names`; empty only at the root
+        self.opens = 0
+
+    def fd(self) -> int:
+        return self.fds[-1] if self.fds else self.root_fd
+
+    def rel(self, name: str) -> str:
+        return "/".join([*self.names, name]) if name else "/".join(self.names)
+
+    def count(self) -> None:
+        self.opens += 1
+        if self.opens > MAX_OPENS:
+            raise PathEscapeError(f"{self.label}: more than {MAX_OPENS} folders to walk")
+
+    def down(self, name: str, fd: int) -> None:
+        self.names.append(name)
+        self.fds.append(fd)
+        if len(self.fds) > KEEP_OPEN:
+            os.close(self.fds.popleft())
+
+    def up(self) -> None:
+        self.names.pop()
+        os.close(self.fds.pop())
+        if self.names and not self.fds:
+            fd = self.root_fd
+            for name in self.names:
+                self.count()
+                try:
+                    fd = os.open(name, O_DIR, dir_fd=fd)
+                except OSError:
+                    raise PathEscapeError(f"{self.label} keeps changing while it is used") from None
+                self.fds.append(fd)
+                if len(self.fds) > KEEP_OPEN:
+                    os.close(self.fds.popleft())
+
+    def to_root(self) -> None:
+        while self.fds:
+            os.close(self.fds.pop())
+        self.names.clear()
+
+    def take(self) -> int:
+        """The descriptor of where the walk is, now the caller's."""
+        if self.fds:
+            return self.fds.pop()
+        fd, self.root_fd = self.root_fd, -1
+        return fd
+
+    def close(self) -> None:
+        while self.fds:
+            os.close(self.fds.pop())
+        if self.root_fd >= 0:
+            os.close(self.root_fd)
 
 
 class Tree:
@@ -115,7 +188,7 @@ class Tree:
             root_fd = os.open(self.root, O_DIR)
         except OSError as e:
             raise OSError(e.errno, f"the {self.what} is gone ({e.strerror})") from None
-        stack: list[tuple[int, str]] = [(root_fd, "")]
+        at = _Descent(root_fd, f"path {path!r}")
         hops = 0
         try:
             while parts:
@@ -123,17 +196,18 @@ class Tree:
                 if name in ("", "."):
                     continue
                 if name == "..":
-                    if len(stack) == 1:
+                    if not at.names:
                         raise PathEscapeError(f"path {path!r} leads outside the {self.what}")
-                    os.close(stack.pop()[0])
+                    at.up()
                     continue
-                here = stack[-1][0]
+                here = at.fd()
                 if not parts:  # the last component: walked further only if it is a symlink to follow
                     link = _readlink(here, name) if follow_last else None
                     if link is None:
-                        fd, rel = stack.pop()
-                        return _Spot(fd, name, f"{rel}/{name}" if rel else name)
+                        rel = at.rel(name)
+                        return _Spot(at.take(), name, rel)
                 else:
+                    at.count()
                     try:
                         fd = os.open(name, O_DIR, dir_fd=here)
                     except FileNotFoundError:
@@ -156,23 +230,20 @@ class Tree:
                     else:
                         link = None
                     if link is None:
-                        rel = stack[-1][1]
-                        stack.append((fd, f"{rel}/{name}" if rel else name))
+                        at.down(name, fd)
                         continue
                 hops += 1
                 if hops > MAX_HOPS:
                     raise PathEscapeError(f"path {path!r}: more than {MAX_HOPS} symlinks")
                 from_root, more = self._target_parts(path, link)
                 if from_root:
-                    while len(stack) > 1:
-                        os.close(stack.pop()[0])
+                    at.to_root()
                 parts.extendleft(reversed(more))
             # the walk ended on a folder itself (the root, or a link to a folder): hand over its descriptor
-            fd, rel = stack.pop()
-            return _Spot(fd, "", rel)
+            rel = at.rel("")
+            return _Spot(at.take(), "", rel)
         finally:
-            for fd, _ in stack:
-                os.close(fd)
+            at.close()
 
     def scrub(self, aside: str, budget_s: float = 30.0) -> list[str]:
         """The end of an agent's turn, from the host, with nothing of the agent's still running: what a

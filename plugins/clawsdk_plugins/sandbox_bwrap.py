@@ -135,6 +135,7 @@ class BwrapSandbox(IsolatedHostDirSandbox):
 
     name = "bwrap"
     capabilities = Capabilities(network_isolated=True, fs_isolated=True, persistent_processes=False, gpu=False)
+    remounts = True  # every command binds the workspace at ~/.openclaw/workspace afresh
 
     def __init__(self, config: SandboxConfig | None = None):
         super().__init__(config)
@@ -152,6 +153,9 @@ class BwrapSandbox(IsolatedHostDirSandbox):
                                "(or choose --sandbox local for trusted tasks)")
         why = await anyio.to_thread.run_sync(probe, bwrap, self.host_uid)
         if why:
+            # asked again next time: a probe that could not start (this process out of descriptors, EMFILE)
+            # must not fail every later sandbox of the run
+            probe.cache_clear()
             raise SandboxError(why)
         self.bwrap = bwrap
 

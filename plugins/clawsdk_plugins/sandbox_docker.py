@@ -30,6 +30,7 @@ import click
 
 from clawsdk.errors import SandboxError
 from clawsdk.hookspecs import hookimpl
+from clawsdk.sandbox import safefs
 from clawsdk.sandbox.base import Capabilities, ExecResult, SandboxConfig
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
@@ -138,16 +139,19 @@ class DockerSandbox(IsolatedHostDirSandbox):
         #: the mount points' inodes, set once started: only a sandbox that came up whole may go to the pool
         self.pool_marks: dict | None = None
         self.pool_pid = 0  # the host pid of the container's init
+        #: (st_dev, st_ino) of the host folder the workspace is mounted on inside HOME, taken before the agent
+        #: runs: the container mounts it once, and an agent that moves it can put a folder of its own there
+        self.mount_mark: tuple[int, int] | None = None
 
     async def start(self, task: Task) -> None:
         from clawsdk_plugins import docker_pool
 
         await self.preflight()
-        if docker_pool.enabled(self) and await blocking(docker_pool.adopt, self, task):
-            return
-        await super().start(task)
-        if docker_pool.enabled(self):
-            await blocking(docker_pool.note_fresh, self)
+        if not (docker_pool.enabled(self) and await blocking(docker_pool.adopt, self, task)):
+            await super().start(task)
+            if docker_pool.enabled(self):
+                await blocking(docker_pool.note_fresh, self)
+        self.mount_mark = await blocking(self._mount_mark)
 
     async def preflight(self) -> None:
         self.client = await blocking(client)
@@ -238,7 +242,53 @@ class DockerSandbox(IsolatedHostDirSandbox):
         # workspace, or the reward scripts written into it, while it is scored
         if self.container is not None:
             await self._kill_all()
-        return await super().end_turn()
+        removed = await super().end_turn()
+        return removed + await anyio.to_thread.run_sync(self._unmoved_workspace)
+
+    def _chain(self) -> list[str]:
+        """The folder names from HOME down to the workspace's mount point ([] when it is not inside HOME)."""
+        home, ws = Path(self.opts.home), Path(self.opts.workspace_path)
+        return list(ws.relative_to(home).parts) if ws != home and ws.is_relative_to(home) else []
+
+    def _mount_mark(self) -> tuple[int, int] | None:
+        """The mount point's identity on the host, reached without following a link; None if there is none."""
+        chain = self._chain()
+        if not chain or self.home is None:
+            return None
+        fd = os.open(self.home, safefs.O_DIR)
+        try:
+            for name in chain:
+                sub = os.open(name, safefs.O_DIR, dir_fd=fd)
+                os.close(fd)
+                fd = sub
+            st = os.fstat(fd)
+            return st.st_dev, st.st_ino
+        finally:
+            os.close(fd)
+
+    def _unmoved_workspace(self) -> list[str]:
+        """The workspace's mount moves with the folder the agent moved (`mv ~/.openclaw ~/.oc2`), and a folder
+        of its own in its place (`mkdir -p ~/.openclaw/workspace`, holding a link to the hidden answer) was
+        where the verifier's commands ran. Such a folder is moved aside: the commands then find no workspace
+        (exit 126) and the agent scores what it left there, nothing."""
+        if self.mount_mark is None:
+            return []
+        try:
+            if self._mount_mark() == self.mount_mark:
+                return []
+        except OSError:
+            pass
+        first = self._chain()[0]
+        assert self.home is not None
+        moved = f"clawsdk-moved-{uuid.uuid4().hex[:16]}"
+        try:  # within HOME: a rename in one folder needs no rights on the folder moved
+            os.rename(self.home / first, self.home / moved)
+        except FileNotFoundError:  # nothing in its place
+            return []
+        except OSError as e:  # the verifier must not run in the agent's folder: no scoring rather than that
+            raise SandboxError(f"the workspace's mount point was moved and what is in its place cannot be: {e}") \
+                from e
+        return [f"~/{first} (the workspace's mount point was moved; now ~/{moved})"]
 
     # ---- commands --------------------------------------------------------------------------
 
