@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import sqlite3
 import sys
@@ -18,6 +19,19 @@ from clawsdk.errors import ClawError
 
 #: the width of output that goes to a file or a pipe: tables fit their content, ids are never cut
 PIPE_WIDTH = 1000
+
+
+class Finite(click.FloatRange):
+    """A float option that refuses nan and inf: `--min-reward nan` compared false with every reward, and
+    kept or dropped rollouts without a word."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 class FitConsole(Console):

@@ -10,7 +10,8 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from clawsdk.cli.common import console, db_option, friendly_errors
+from clawsdk.cli.common import Finite, console, db_option, friendly_errors
+from clawsdk.errors import FailureKind
 from clawsdk.store.store import Store
 
 
@@ -22,7 +23,7 @@ def _selection_options(fn: Callable) -> Callable:
         click.option("--agent", "agents", multiple=True, help="Only rollouts of this agent (repeat)."),
         click.option(
             "--min-reward",
-            type=float,
+            type=Finite(),
             default=1.0,
             show_default=True,
             help="Keep rollouts scoring at least this (use -1 for any).",
@@ -32,6 +33,7 @@ def _selection_options(fn: Callable) -> Callable:
             "--failure-kind",
             "failure_kinds",
             multiple=True,
+            type=click.Choice([k.value for k in FailureKind]),
             default=("ok",),
             show_default=True,
             help="Allowed endings (repeat): ok, agent_timeout, agent_error, ...",
@@ -47,7 +49,7 @@ def _selection_options(fn: Callable) -> Callable:
         ),
         click.option(
             "--max-tool-error-rate",
-            type=click.FloatRange(0, 1),
+            type=Finite(0, 1),
             default=None,
             help="At most this share of failed tool calls.",
         ),
@@ -235,11 +237,11 @@ def select_command(db, as_json, show, **rules):
     help="RL: the task folders of the prompt set (default: the tasks of --run).",
 )
 @click.option(
-    "--min-chosen", type=float, default=1.0, show_default=True, help="Preference: chosen reward floor."
+    "--min-chosen", type=Finite(), default=1.0, show_default=True, help="Preference: chosen reward floor."
 )
 @click.option(
     "--margin",
-    type=float,
+    type=Finite(),
     default=0.01,
     show_default=True,
     help="Preference: rejected scores at least this much lower.",

@@ -26,3 +26,16 @@ def test_a_wrong_option_is_refused_before_anything_runs(tmp_path, capsys, opt, n
     text = " ".join(err.split())
     assert named in text and "a bug in clawsdk" not in text, text
     assert not db.exists()  # nothing ran, nothing recorded as the agent's zero
+
+
+@pytest.mark.parametrize("opt,named", [
+    (["--min-reward", "nan"], "'nan' is not a finite number"),
+    (["--max-tool-error-rate", "nan"], "'nan' is not a finite number"),
+    (["--failure-kind", "bogus"], "'bogus' is not one of 'ok'"),
+])
+def test_data_select_refuses_a_filter_that_would_compare_false_with_everything(tmp_path, capsys, opt, named):
+    # nan kept or dropped every rollout without a word; an unknown kind matched none
+    argv = ["data", "select", "--db", str(tmp_path / "store.db"), *opt]
+    code, out, err = call(argv, capsys)
+    assert_one_line_error(code, out, err, argv)
+    assert named in " ".join(err.split())
