@@ -74,8 +74,9 @@ sys.stdout.write("\n" + MARK + json.dumps(out, default=repr) + "\n")
 
 
 def split_frontmatter(text: str) -> tuple[str | None, str]:
-    """(frontmatter YAML, body); None when the file does not start with a '---' block."""
-    lines = text.splitlines(keepends=True)
+    """(frontmatter YAML, body); None when the file does not start with a '---' block (a byte order mark
+    before it, as some editors on Windows write, is not part of the file's text)."""
+    lines = text.removeprefix("\ufeff").splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":
         return None, text
     for i in range(1, len(lines)):

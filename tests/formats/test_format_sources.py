@@ -12,7 +12,7 @@ from clawsdk_plugins.clawgym_export import jsonl_record
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.clawgym import REWARD_SH
-from tests.conftest import make_task, needs_shared_data
+from tests.conftest import FIXTURES, make_task, needs_shared_data
 from tests.formats.formats_helpers import (CLAWGYM, PINCHBENCH, SAMPLE_CLAWGYM, SAMPLE_PINCHBENCH, SYN_TASKS)
 
 
@@ -166,6 +166,19 @@ def test_pinchbench_malformed_files_say_what_is_wrong(tmp_path):
     assert "no YAML frontmatter" in msgs["task_02_nofront.md"]
     assert "needs a ```python grade() block" in msgs["task_03_nograde.md"]
     assert "workspace_files[0].source: source 'nope.csv' not found" in msgs["task_04_asset.md"]
+
+
+def test_a_pinchbench_file_saved_with_a_byte_order_mark_loads_like_without(tmp_path):
+    # an editor's BOM before the '---' read as "no YAML frontmatter"
+    text = (FIXTURES / "pinchbench" / "task_01_greeting.md").read_text()
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "bom").mkdir()
+    (tmp_path / "plain" / "task_01_greeting.md").write_text(text)
+    (tmp_path / "bom" / "task_01_greeting.md").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    plain, bom = load_tasks(f"pinchbench:{tmp_path / 'plain'}"), load_tasks(f"pinchbench:{tmp_path / 'bom'}")
+    assert not bom.errors, bom.errors
+    assert [t.hash for t in bom.tasks] == [t.hash for t in plain.tasks] and len(bom.tasks) == 1
+    assert load_tasks(str(tmp_path / "bom")).tasks[0].id == plain.tasks[0].id  # found by detection too
 
 
 def test_native_to_clawgym_to_jsonl_and_back_keeps_the_task(tmp_path):
