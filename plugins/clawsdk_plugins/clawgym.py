@@ -164,7 +164,7 @@ def load_folder_task(folder: Path) -> Task:
     if not isinstance(raw, dict):
         raise TaskFormatError(str(entry_path), f"must be a JSON object, not {type(raw).__name__}",
                               task_id=folder.name)
-    task_id = str(raw.get("task_id") or folder.name)
+    task_id = _task_id(raw.get("task_id"), folder.name, str(entry_path), "task_id")
     query = raw.get("user_query")
     if not isinstance(query, str) or not query.strip():
         what = "is required but missing" if query is None else "must be non-empty text"
@@ -246,11 +246,25 @@ def _jsonl_file(item: Any, i: int, mount: str) -> File:
     return File(path=path, text=content)
 
 
+def _task_id(value: Any, default: str, where: str, field: str) -> str:
+    """A task id as given (text, or a whole number written as text), else `default` when there is none;
+    an object, a list or a boolean is refused rather than turned into text ("{'a': 1}")."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise TaskFormatError(where, f"must be text, not {type(value).__name__} {str(value)[:60]!r}", field=field,
+                          task_id=default)
+
+
 def load_jsonl_record(raw: Any, where: str, default_id: str) -> Task:
     """One line of a syn_task.jsonl."""
     if not isinstance(raw, dict):
         raise TaskFormatError(where, f"must be a JSON object, not {type(raw).__name__}", task_id=default_id)
-    task_id = str(raw.get("task_id") or raw.get("id") or default_id)
+    key = "task_id" if raw.get("task_id") is not None else "id"
+    task_id = _task_id(raw.get(key), default_id, where, key)
     prompt = raw.get("prompt", raw.get("user_query"))
     if not isinstance(prompt, str) or not prompt.strip():
         raise TaskFormatError(where, "is required but missing: the instruction given to the agent",

@@ -148,6 +148,16 @@ def test_syn_task_jsonl_lines_become_tasks_and_bad_lines_are_errors(tmp_path):
     assert load_tasks(f"clawgym-jsonl:{path}").source == "clawgym-jsonl"
 
 
+def test_a_task_id_that_is_not_text_is_refused_not_turned_into_text(tmp_path):
+    line = {"prompt": "Write done.txt", "hook_code": "import json\nprint(json.dumps({'a': 1}))\n"}
+    path = tmp_path / "syn_task.jsonl"
+    path.write_text("\n".join(json.dumps({**line, "task_id": v}) for v in ({"a": 1}, 5, ["x"], "named")) + "\n")
+    loaded = load_tasks(str(path))
+    assert [t.id for t in loaded.tasks] == ["5", "named"]  # it was "{'a': 1}" and "['x']"
+    errors = sorted(str(e) for e in loaded.errors)
+    assert len(errors) == 2 and all("task_id: must be text" in e for e in errors), errors
+
+
 def test_pinchbench_malformed_files_say_what_is_wrong(tmp_path):
     (tmp_path / "task_01_noid.md").write_text("---\nname: x\ngrading_type: automated\n---\n## Prompt\nhi\n")
     (tmp_path / "task_02_nofront.md").write_text("## Prompt\nhi\n")
