@@ -6,7 +6,7 @@ import abc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 if TYPE_CHECKING:
     from clawsdk.runtime.recorder import Recorder
@@ -27,6 +27,20 @@ class Verdict(BaseModel):
     passed: bool
     subscores: list[SubScore] = Field(default_factory=list)
     detail: str = ""
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Verdict:
+        """Sub-scores of one name get `#2`, `#3`, ... in order: the store keeps one row per name, and two
+        checks labelled alike (`text_contains:done.txt` twice) left one of them, contradicting the score."""
+        taken: set[str] = set()
+        for s in self.subscores:
+            name, n = s.name, 1
+            while name in taken:
+                n += 1
+                name = f"{s.name} #{n}"
+            s.name = name
+            taken.add(name)
+        return self
     duration_s: float = 0.0
 
     @classmethod
