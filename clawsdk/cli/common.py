@@ -100,7 +100,15 @@ def friendly_errors(fn: Callable) -> Callable:
 
 
 def fmt_reward(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    """Two decimals, never a perfect score or a zero that is not (0.996 printed as 1.00 beside 99/100 passed)."""
+    if value is None:
+        return "-"
+    text = f"{value:.2f}"
+    if text == "1.00" and value < 1:
+        return ">0.99"
+    if text == "0.00" and value > 0:
+        return "<0.01"
+    return text
 
 
 def announce_sandbox(name: str) -> str:

@@ -39,3 +39,10 @@ def test_data_select_refuses_a_filter_that_would_compare_false_with_everything(t
     code, out, err = call(argv, capsys)
     assert_one_line_error(code, out, err, argv)
     assert named in " ".join(err.split())
+
+
+def test_a_reward_is_never_shown_as_perfect_or_zero_when_it_is_not():
+    from clawsdk.cli.common import fmt_reward
+
+    assert [fmt_reward(v) for v in (1.0, 0.996, 0.994, 0.5, 0.004, 0.0, None)] == [
+        "1.00", ">0.99", "0.99", "0.50", "<0.01", "0.00", "-"]
