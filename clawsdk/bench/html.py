@@ -24,6 +24,7 @@ from clawsdk.bench.render import (
     status_line,
     subscore_rows,
     subscores_to_show,
+    tasks_cell,
 )
 
 log = logging.getLogger(__name__)
@@ -191,7 +192,7 @@ def page(r: dict, *, title: str | None = None) -> str:
     cols = _metric_columns(r)
     rows = [[c, f"{b['tasks_scored']}/{b['tasks']}", *[f(b) for _, f in cols]] for c, b in r["categories"].items()]
     o = r["overall"]
-    rows.append(["all", f"{o['tasks_scored']}/{o['tasks']}", *[f(o) for _, f in cols]])
+    rows.append(["all", tasks_cell(r, o, overall=True), *[f(o) for _, f in cols]])
     parts.append("<h2>Scores</h2><p>Percent; 95% confidence intervals over tasks in brackets. "
                  "Unscored rollouts (infrastructure failures) are excluded, never counted as zeros.</p>")
     parts.append(_table(["category", "tasks", *[n for n, _ in cols]], rows, total_last=True))

@@ -32,15 +32,37 @@ def num(x: float | None, digits: int = 1) -> str:
 def status_line(r: dict) -> str:
     if r["status"] == "complete":
         return f"complete: every task has its {r['k']} scored sample(s)"
+    skipped = len(r.get("skipped_tasks") or [])
     why = f"{r['unscored']} unscored by infrastructure failures, {r.get('pending', 0)} not finished"
     if r.get("partly_verified"):
         why += (f"; {r['partly_verified']} of the unscored are hybrids whose judged part had no judge model "
                 f"(set CLAWSDK_JUDGE): their automated part is in the sub-scores")
     if r.get("run_status") == "interrupted":
         why += "; the run was interrupted"
-    command = "clawsdk bench run BENCHMARK" if r["pins"]["benchmark"] else "clawsdk run TASKS"
-    return (f"PARTIAL: {r['missing_samples']} sample(s) missing ({why}); scores cover only what was scored. "
-            f"Resume with `{command} --run-id {r['pins']['run_id']}` and the same options")
+    parts = [f"{r['missing_samples']} sample(s) missing ({why})"] if r["missing_samples"] else []
+    if skipped:
+        parts.append(f"{skipped} task file(s) could not be read and were skipped (`clawsdk tasks validate` "
+                     f"says why)")
+    line = f"PARTIAL: {'; '.join(parts)}; scores cover only what was scored. "
+    run_id = r["pins"]["run_id"]
+    if r["pins"]["benchmark"]:
+        line += f"Resume with `clawsdk bench run BENCHMARK --run-id {run_id}` and the same options"
+        # a fixed file changes the benchmark, which this run id cannot score
+        return line + ("; fixed task files make another benchmark: run it under a new --run-id" if skipped else "")
+    # a plain run: `clawsdk run` resumes only samples that never finished, and `bench run` refuses a run
+    # it did not create, so unscored samples are tried again only under a new run id
+    line += (f"`clawsdk run TASKS --run-id {run_id}` with the same options resumes only samples not finished"
+             + (", and adds the task files fixed since" if skipped else ""))
+    if r["unscored"]:
+        line += (f"; it does not retry the {r['unscored']} unscored. `clawsdk bench run TASKS --run-id NEW` "
+                 f"runs the tasks again as a benchmark, and rerunning it retries its unscored samples")
+    return line
+
+
+def tasks_cell(r: dict, block: dict, overall: bool = False) -> str:
+    """Scored of all tasks; overall, the task files that could not be read count among all."""
+    skipped = len(r.get("skipped_tasks") or []) if overall else 0
+    return f"{block['tasks_scored']}/{block['tasks'] + skipped}" + (f" ({skipped} unreadable)" if skipped else "")
 
 
 def pins_rows(r: dict) -> list[tuple[str, str]]:
@@ -168,7 +190,7 @@ def terminal(r: dict, console: Console | None = None) -> None:
         table.add_row(cat, f"{b['tasks_scored']}/{b['tasks']}", *[f(b) for _, f in cols])
     table.add_section()
     o = r["overall"]
-    table.add_row(Text("all", style="bold"), f"{o['tasks_scored']}/{o['tasks']}", *[f(o) for _, f in cols])
+    table.add_row(Text("all", style="bold"), tasks_cell(r, o, overall=True), *[f(o) for _, f in cols])
     console.print(table)
     if category_note(r):
         console.print(Text(category_note(r), style="dim"))
@@ -228,7 +250,7 @@ def markdown(r: dict, *, title: str | None = None) -> str:
     cols = _metric_columns(r)
     rows = [[cat, f"{b['tasks_scored']}/{b['tasks']}", *[f(b) for _, f in cols]] for cat, b in r["categories"].items()]
     o = r["overall"]
-    rows.append(["**all**", f"{o['tasks_scored']}/{o['tasks']}", *[f"**{f(o)}**" for _, f in cols]])
+    rows.append(["**all**", tasks_cell(r, o, overall=True), *[f"**{f(o)}**" for _, f in cols]])
     out.append(_md_table(["category", "tasks", *[n for n, _ in cols]], rows))
     if category_note(r):
         out += ["", category_note(r)]

@@ -99,6 +99,7 @@ def build_report(data: RunData, *, ks: list[int] | None = None, n_boot: int = DE
         "unscored": data.unscored,
         "partly_verified": sum(t.partly_verified for t in data.tasks),
         "pending": data.pending,
+        "skipped_tasks": data.skipped_tasks,  # task files the run could not read: not in any score
         "overall": _block(data.tasks, ks, **opts),
         "categories": {c: _block(ts, ks, **opts) for c, ts in sorted(cats.items())},
         "subscores": {

@@ -1,8 +1,9 @@
 """A run as the benchmark sees it, read from the store (the only source of scores).
 
 Each task gets its scored samples; infrastructure failures (scored = 0) are kept apart as
-unscored, never counted as zeros; samples not finished yet are pending. A run is complete
-when every task has its k scored samples, partial otherwise.
+unscored, never counted as zeros; samples not finished yet are pending. Task files the run
+could not read (its task_errors) are skipped tasks. A run is complete when every task has its
+k scored samples and none was skipped, partial otherwise.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from clawsdk.bench.manifest import Manifest, parse_manifest
@@ -65,10 +67,12 @@ class RunData:
     failure_kinds: Counter
     models: list[str]
     judges: list[str] = field(default_factory=list)  # judge models that scored its rollouts (from events)
+    #: task files the run could not read (one per path): tasks the score should have and does not
+    skipped_tasks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
-        return all(t.n >= self.k for t in self.tasks)
+        return not self.skipped_tasks and all(t.n >= self.k for t in self.tasks)
 
     @property
     def missing_samples(self) -> int:
@@ -196,7 +200,19 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
             ts.partly_verified += bool(subs.get(r["id"]))
     for ts in tasks.values():  # samples never started count as pending too
         ts.pending = max(ts.pending, k - ts.n - sum(ts.unscored.values()))
+    # each invocation records the files it could not read again: one per path. One naming a task the
+    # run has (its skill not installed, in a benchmark that lists it) is already counted as missing,
+    # and one in the folder of a task the run has was fixed and read by a later invocation.
+    skipped: dict[str, dict] = {}
+    ids = {t.id for t in tasks.values()}
+    read = {r["path"] for h in tasks for r in store.query(
+        "SELECT json_extract(data, '$.provenance.path') AS path FROM tasks WHERE hash = ?", [h]) if r["path"]}
+    if "task_errors" in store.db.table_names():
+        for e in store.query("SELECT path, field, task_id, message FROM task_errors WHERE run_id = ? ORDER BY id",
+                             [run_id]):
+            if e["task_id"] not in ids and not {e["path"], str(PurePath(e["path"]).parent)} & read:
+                skipped.setdefault(e["path"], e)
     return RunData(run_id=run_id, run=run, config=config, k=k, manifest=manifest,
                    bench_status=bench["status"] if bench else None,
                    tasks=sorted(tasks.values(), key=lambda t: t.id), rollouts=finished, failure_kinds=kinds,
-                   models=sorted(models), judges=judges)
+                   models=sorted(models), judges=judges, skipped_tasks=list(skipped.values()))

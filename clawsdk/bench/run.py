@@ -21,8 +21,9 @@ from clawsdk.bench.build import register_manifest
 from clawsdk.bench.manifest import BenchTask, Manifest, ManifestError, load_manifest, looks_like_manifest
 from clawsdk.bench.results import RunData, load_run
 from clawsdk.errors import TaskFormatError
-from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
+from clawsdk.runtime.runner import RolloutOutcome, RunResult, _load_agent, _plan, run
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.sandbox.capabilities import choose_sandbox
 from clawsdk.store.store import Store, default_db_path, now
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.sources import load_tasks
@@ -110,6 +111,18 @@ def _requeue_unscored(store: Store, run_id: str) -> int:
     return cur.rowcount
 
 
+def _check_resume(store: Store, run_id: str, agent: Any, sandbox: str, options: dict[str, Any] | None) -> None:
+    """The runner's refusal of a resume with another agent, sandbox or options, made before the requeue:
+    a refused resume must leave the store as it was."""
+    existing = store.run(run_id)
+    if existing is None:
+        return
+    # the names the runner records: the agent's, and the sandbox "auto" stands for
+    the_agent = _load_agent(agent, options or {})
+    name = getattr(the_agent, "name", type(the_agent).__name__)
+    _plan(store.path, run_id, [], 1, name, choose_sandbox(sandbox), options or {}, RunResult(run_id, store.path))
+
+
 def _register(store: Store, manifest: Manifest, run_id: str, samples: int, status: str) -> None:
     register_manifest(store, manifest)
     ts = now()
@@ -154,9 +167,9 @@ async def bench_run(
     # before anything is recorded: a root that cannot hold workspaces makes every rollout unscored
     check_root(sandbox_config.root if sandbox_config else None)
     if isinstance(benchmark, Manifest):
-        manifest, extra, _errors = benchmark, [], []
+        manifest, extra, errors = benchmark, [], []
     else:
-        manifest, extra, _errors = resolve_benchmark(benchmark)
+        manifest, extra, errors = resolve_benchmark(benchmark)
     k = samples or manifest.samples
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
@@ -164,6 +177,7 @@ async def bench_run(
         tasks = find_tasks(manifest, store, extra, task_specs)
         if store.run(run_id) is not None and not store.query("SELECT 1 FROM bench_runs WHERE run_id = ?", [run_id]):
             raise ManifestError(f"run {run_id} exists and is not a benchmark run; choose a new --run-id")
+        _check_resume(store, run_id, agent, sandbox, agent_options)
         _register(store, manifest, run_id, k, "partial")
         requeued = _requeue_unscored(store, run_id)
     judge = judge_model or manifest.judge_model
@@ -173,7 +187,8 @@ async def bench_run(
     try:
         result = await run(tasks, agent=agent, agent_options=agent_options, sandbox=sandbox,
                            sandbox_config=sandbox_config, samples=k, concurrency=concurrency, run_id=run_id,
-                           db=db_path, retries=retries, on_rollout=on_rollout, handle_signals=handle_signals)
+                           db=db_path, retries=retries, task_errors=errors, on_rollout=on_rollout,
+                           handle_signals=handle_signals)
     finally:
         if judge:
             if saved is None:

@@ -57,7 +57,8 @@ def _ks(value: str | None) -> list[int] | None:
 
 
 def make_group() -> click.Group:
-    from clawsdk.cli.common import console, db_option, err_console, friendly_errors, parse_options
+    from clawsdk.cli.common import (console, db_option, err_console, friendly_errors, parse_options,
+                                    print_task_errors)
     from clawsdk.cli.options import agent_options, rollout_options
 
     @click.group("bench")
@@ -214,6 +215,7 @@ def make_group() -> click.Group:
             run_id=run_id, db=db, task_specs=task_specs, judge_model=judge_model, on_rollout=on_rollout,
             handle_signals=True))
         report = build_report(br.data)
+        print_task_errors(br.result.task_errors)  # on stderr, as `clawsdk run` says them
         if as_json:
             click.echo(json.dumps(report, indent=2, default=str))
         else:

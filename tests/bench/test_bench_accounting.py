@@ -1,0 +1,90 @@
+"""What a benchmark report must not hide: task files skipped unread, a refused resume, honest resume advice."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from clawsdk.bench.render import status_line
+from clawsdk.bench.report import build_report
+from clawsdk.bench.results import load_run
+from clawsdk.bench.run import bench_run
+from clawsdk.runtime.runner import RunConflict, run
+from clawsdk.store.store import Store
+from clawsdk.tasks.sources import load_tasks
+from clawsdk_plugins.bench import make_group
+from tests.conftest import make_task
+
+
+def _folder(root):
+    """Two good tasks and one whose task.yaml is not YAML."""
+    make_task(root, "t-a")
+    make_task(root, "t-b", instruction="Write done.txt containing done, please.")
+    (root / "t-broken").mkdir()
+    (root / "t-broken" / "task.yaml").write_text("id: [unclosed\n")
+    return root
+
+
+def test_bench_run_of_a_folder_records_and_says_the_tasks_it_could_not_read(tmp_path, db):
+    tasks = _folder(tmp_path / "tasks")
+    res = CliRunner().invoke(make_group(), ["run", str(tasks), "--agent", "oracle", "--sandbox", "local", "-k", "1",
+                                            "--run-id", "b1", "--db", str(db)], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "skipped task:" in res.output and "t-broken" in res.output
+    assert "complete:" not in res.output and "PARTIAL" in res.output
+    with Store(db) as store:
+        assert [e["path"] for e in store.task_errors("b1")] == [str(tasks / "t-broken" / "task.yaml")]
+    res = CliRunner().invoke(make_group(), ["report", "b1", "--db", str(db), "--json", "-"])
+    r = json.loads(res.output)
+    assert r["status"] == "partial" and len(r["skipped_tasks"]) == 1
+
+
+def test_bench_report_of_a_plain_run_counts_its_skipped_tasks_until_a_resume_reads_them(tmp_path, db):
+    folder = _folder(tmp_path / "tasks")
+    loaded = load_tasks(str(folder))
+    anyio.run(lambda: run(loaded.tasks, agent="oracle", sandbox="local", run_id="r1", db=db,
+                          task_errors=loaded.errors))
+    res = CliRunner().invoke(make_group(), ["report", "r1", "--db", str(db), "--md", "-"])
+    assert res.exit_code == 0, res.output
+    assert "complete:" not in res.output
+    assert "1 task file(s) could not be read" in res.output and "| **all** | 2/3 (1 unreadable) |" in res.output
+
+    make_task(folder, "t-broken", instruction="Write done.txt with done in it.")  # fixed, and read by a resume: no longer skipped
+    loaded = load_tasks(str(folder))
+    assert not loaded.errors
+    anyio.run(lambda: run(loaded.tasks, agent="oracle", sandbox="local", run_id="r1", db=db))
+    with Store(db) as store:
+        data = load_run(store, "r1")
+    assert data.complete and data.skipped_tasks == [] and len(data.tasks) == 3
+
+
+def test_a_refused_bench_resume_leaves_the_store_as_it_was(tmp_path, db):
+    make_task(tmp_path / "tasks", "t-vt", checks=[{"type": "command", "run": "sleep 30"}],
+              extra={"limits": {"verifier_timeout_s": 1}})
+    first = anyio.run(lambda: bench_run(str(tmp_path / "tasks"), agent="oracle", sandbox="local", samples=1,
+                                        db=db, run_id="b2", retries=0))
+    assert first.data.unscored == 1
+    with pytest.raises(RunConflict, match="started with agent 'oracle'"):
+        anyio.run(lambda: bench_run(str(tmp_path / "tasks"), agent="scripted", sandbox="local", samples=1,
+                                    db=db, run_id="b2", retries=0))
+    with Store(db) as store:
+        data = load_run(store, "b2")
+    assert (data.unscored, data.pending) == (1, 0)
+
+
+def test_partial_advice_for_a_plain_run_says_what_clawsdk_run_can_resume(tmp_path, db):
+    make_task(tmp_path / "tasks", "t-vt", checks=[{"type": "command", "run": "sleep 30"}],
+              extra={"limits": {"verifier_timeout_s": 1}})
+    tasks = load_tasks(str(tmp_path / "tasks")).tasks
+    anyio.run(lambda: run(tasks, agent="oracle", sandbox="local", run_id="r2", db=db, retries=0))
+    with Store(db) as store:
+        line = status_line(build_report(load_run(store, "r2")))
+    assert "Resume with `clawsdk run" not in line
+    assert "resumes only samples not finished" in line and "does not retry the 1 unscored" in line
+    # what the advice says of bench run: it refuses this run id, so only a new one retries
+    res = CliRunner().invoke(make_group(), ["run", str(tmp_path / "tasks"), "--agent", "oracle", "--sandbox",
+                                            "local", "--run-id", "r2", "--db", str(db)])
+    assert res.exit_code != 0 and "not a benchmark run" in res.output
