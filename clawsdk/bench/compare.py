@@ -21,10 +21,16 @@ from clawsdk.bench.results import RunData
 METRICS = {"pass@1": lambda t: t.c / t.n, "score": lambda t: t.mean_reward}
 
 
+def _by_content(run: RunData) -> dict[Any, Any]:
+    """A run's scored tasks keyed by content hash; where one content has several ids in the run (a plain run
+    keeps them apart), by hash and id, so none of them is dropped in silence."""
+    many = {h for h in (t.hash for t in run.tasks) if sum(t.hash == h for t in run.tasks) > 1}
+    return {((t.hash, t.id) if t.hash in many else t.hash): t for t in run.tasks if t.n}
+
+
 def compare_runs(a: RunData, b: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, seed: int = DEFAULT_SEED,
                  confidence: float = 0.95, alpha: float = 0.05, flip_at: float = 0.5) -> dict[str, Any]:
-    ta = {t.hash: t for t in a.tasks if t.n}
-    tb = {t.hash: t for t in b.tasks if t.n}
+    ta, tb = _by_content(a), _by_content(b)
     shared = sorted(set(ta) & set(tb), key=lambda h: ta[h].id)
     if not shared:
         raise ValueError(f"runs {a.run_id} and {b.run_id} have no scored task in common (tasks are paired by "

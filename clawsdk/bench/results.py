@@ -161,23 +161,29 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
            WHERE o.run_id = ? AND e.kind = 'note' AND json_extract(e.payload, '$.judge') IS NOT NULL
            ORDER BY 1""", [run_id])]
 
-    tasks: dict[str, TaskSamples] = {}
+    # a benchmark's tasks are its manifest's, by content; a plain run's are the ids it was given: two ids of
+    # one content (the store keeps one row per hash) merged, one's unscored sample beside the other's pass
+    def key(task_id: str, h: str) -> tuple[str, str]:
+        return ("", h) if manifest is not None else (task_id, h)
+
+    tasks: dict[tuple[str, str], TaskSamples] = {}
     if manifest is not None:
         for t in manifest.tasks:
-            tasks[t.hash] = TaskSamples(hash=t.hash, id=t.id, category=t.category, weight=t.weight)
+            tasks[key(t.id, t.hash)] = TaskSamples(hash=t.hash, id=t.id, category=t.category, weight=t.weight)
     else:  # every task the run was given, so one that never started counts as missing
-        for h in dict.fromkeys((config.get("tasks") or {}).values()):
-            for t in store.query("SELECT hash, id, category FROM tasks WHERE hash = ?", [h]):
-                tasks[h] = TaskSamples(hash=h, id=t["id"], category=t["category"])
+        for task_id, h in (config.get("tasks") or {}).items():
+            for t in store.query("SELECT category FROM tasks WHERE hash = ?", [h]):
+                tasks[key(task_id, h)] = TaskSamples(hash=h, id=task_id, category=t["category"])
     finished: list[dict] = []
     kinds: Counter = Counter()
     models: set[str] = set()
     for r in rows:
-        ts = tasks.get(r["task_hash"])
+        ts = tasks.get(key(r["task_id"], r["task_hash"]))
         if ts is None:
             if manifest is not None:
                 continue  # a rollout of a task outside the benchmark: not part of its score
-            ts = tasks[r["task_hash"]] = TaskSamples(hash=r["task_hash"], id=r["task_id"], category=r["category"])
+            ts = tasks[key(r["task_id"], r["task_hash"])] = TaskSamples(hash=r["task_hash"], id=r["task_id"],
+                                                                        category=r["category"])
         if r["model"]:
             models.add(r["model"])
         if r["status"] != "finished":
@@ -205,8 +211,8 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
     # and one in the folder of a task the run has was fixed and read by a later invocation.
     skipped: dict[str, dict] = {}
     ids = {t.id for t in tasks.values()}
-    read = {r["path"] for h in tasks for r in store.query(
-        "SELECT json_extract(data, '$.provenance.path') AS path FROM tasks WHERE hash = ?", [h]) if r["path"]}
+    read = {r["path"] for ts in tasks.values() for r in store.query(
+        "SELECT json_extract(data, '$.provenance.path') AS path FROM tasks WHERE hash = ?", [ts.hash]) if r["path"]}
     if "task_errors" in store.db.table_names():
         for e in store.query("SELECT path, field, task_id, message FROM task_errors WHERE run_id = ? ORDER BY id",
                              [run_id]):

@@ -88,3 +88,36 @@ def test_partial_advice_for_a_plain_run_says_what_clawsdk_run_can_resume(tmp_pat
     res = CliRunner().invoke(make_group(), ["run", str(tmp_path / "tasks"), "--agent", "oracle", "--sandbox",
                                             "local", "--run-id", "r2", "--db", str(db)])
     assert res.exit_code != 0 and "not a benchmark run" in res.output
+
+
+def test_two_ids_of_one_content_are_two_tasks_in_a_plain_runs_report(tmp_path):
+    """The store keeps one task row per content (hash): grouped by hash, two ids merged into one task, which
+    counted as complete on one id's pass beside the other's unscored sample."""
+    from clawsdk import Store, load_tasks, run_sync
+    from clawsdk.bench.results import load_run
+    from tests.conftest import make_task
+
+    for tid in ("dup-a", "dup-b", "other"):
+        make_task(tmp_path / "tasks", tid)  # the same content under three ids
+    db = tmp_path / "s.db"
+    run_sync(load_tasks(str(tmp_path / "tasks")).tasks, agent="oracle", db=db, sandbox="local", run_id="d")
+    with Store(db) as store:
+        data = load_run(store, "d")
+    assert sorted(t.id for t in data.tasks) == ["dup-a", "dup-b", "other"]
+    assert all(t.n == 1 for t in data.tasks) and data.complete
+
+
+def test_compare_pairs_every_id_of_one_content(tmp_path):
+    from clawsdk import Store, load_tasks, run_sync
+    from clawsdk.bench.compare import compare_runs
+    from clawsdk.bench.results import load_run
+    from tests.conftest import make_task
+
+    for tid in ("dup-a", "dup-b", "other"):
+        make_task(tmp_path / "tasks", tid)
+    db = tmp_path / "s.db"
+    for run_id in ("a", "b"):
+        run_sync(load_tasks(str(tmp_path / "tasks")).tasks, agent="oracle", db=db, sandbox="local", run_id=run_id)
+    with Store(db) as store:
+        result = compare_runs(load_run(store, "a"), load_run(store, "b"))
+    assert sorted(r["id"] for r in result["tasks"]) == ["dup-a", "dup-b", "other"]  # one of the two was dropped
