@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -20,7 +19,6 @@ from clawsdk.bench.manifest import Manifest, parse_manifest
 from clawsdk.store.store import Store
 
 #: option names whose values never go into a report (api_key, access_token, ...; not max_tokens)
-_SECRET = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|authorization|auth|credentials?)$")
 
 
 @dataclass
@@ -113,7 +111,9 @@ class RunData:
 
 
 def redact(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if _SECRET.search(k.lower()) else v) for k, v in options.items()}
+    from clawsdk.runtime.runner import recorded  # runs stored before it redacted them
+
+    return recorded(options)
 
 
 def bench_run_row(store: Store, run_id: str) -> dict | None:

@@ -21,7 +21,7 @@ from clawsdk.bench.build import register_manifest
 from clawsdk.bench.manifest import BenchTask, Manifest, ManifestError, load_manifest, looks_like_manifest
 from clawsdk.bench.results import RunData, load_run
 from clawsdk.errors import TaskFormatError
-from clawsdk.runtime.runner import RolloutOutcome, RunResult, _load_agent, _plan, run
+from clawsdk.runtime.runner import RolloutOutcome, RunResult, _load_agent, _plan, recorded, run
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import choose_sandbox
 from clawsdk.store.store import Store, default_db_path, now
@@ -120,7 +120,7 @@ def _check_resume(store: Store, run_id: str, agent: Any, sandbox: str, options: 
     # the names the runner records: the agent's, and the sandbox "auto" stands for
     the_agent = _load_agent(agent, options or {})
     name = getattr(the_agent, "name", type(the_agent).__name__)
-    _plan(store.path, run_id, [], 1, name, choose_sandbox(sandbox), options or {}, RunResult(run_id, store.path))
+    _plan(store.path, run_id, [], 1, name, choose_sandbox(sandbox), recorded(options), RunResult(run_id, store.path))
 
 
 def _register(store: Store, manifest: Manifest, run_id: str, samples: int, status: str) -> None:

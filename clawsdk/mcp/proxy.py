@@ -135,6 +135,9 @@ class ModelProxy:
         self.routes: dict[str, Recorder] = {}
         self.n_requests = 0
         self.n_upstream_errors = 0  # answers the upstream failed to give (5xx, unreachable)
+        #: whether the last call the upstream answered failed (5xx, an error event, unreachable): a black-box
+        #: agent that then exits non-zero stopped for the model server, not of its own doing
+        self.last_failed = False
 
     def register(self, recorder: Recorder, token: str | None = None) -> str:
         """A token whose calls are recorded to `recorder`."""
@@ -194,8 +197,8 @@ class ModelProxy:
                 break
         raw = b"".join(chunks)
         try:
-            body = json.loads(raw or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            body = json.loads(raw or b"{}", parse_constant=_no_constant)
+        except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
             return await _json(send, 400, {"error": {"message": f"the request body is not JSON: {e}",
                                                      "type": "invalid_request_error"}})
         except RecursionError:  # b"[" * 100000: the decoder recurses once per level
@@ -216,6 +219,10 @@ class ModelProxy:
         except Exception as e:  # noqa: BLE001
             msg = self._redact(f"upstream {self.shown}: {type(e).__name__}: {e}")
             await _json(send, 502, {"error": {"message": msg}})
+
+    def _ended(self, failed: bool) -> None:
+        self.n_upstream_errors += failed
+        self.last_failed = failed
 
     def _redact(self, text: str) -> str:
         """`text` with the upstream URL as it was given (credentials, query) replaced by the public one."""
@@ -256,7 +263,7 @@ class ModelProxy:
                             answer, status = _bad_upstream(str(e), r.content), 502
                     if status >= 400:
                         payload = {"error": answer, "status": status}
-                    self.n_upstream_errors += status >= 500
+                    self._ended(failed=status >= 500)
                     await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
                     return await _json(send, status, answer)
                 async with client.stream("POST", f"{self.upstream}/chat/completions", content=data,
@@ -280,13 +287,15 @@ class ModelProxy:
                                "streamed": True}
                     if r.status_code >= 400:
                         payload = {"error": meta.get("error") or buffer[:2000], "status": r.status_code}
+                    # streamed as not: a 5xx, or an error event the upstream sent in the stream
+                    self._ended(failed=r.status_code >= 500 or (r.status_code < 400 and "error" in meta))
                     for key in ("logprobs", "completion_token_ids", "prompt_token_ids"):
                         if meta.get(key):
                             payload[key] = meta[key]
                     await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
         except httpx2.HTTPError as e:
             msg = self._redact(f"upstream {self.shown} failed: {type(e).__name__}: {e}")
-            self.n_upstream_errors += 1
+            self._ended(failed=True)
             await recorder.record("model_response", {"error": msg, "status": 502},
                                   duration_ms=(time.perf_counter() - started) * 1000)
             error = {"error": {"message": msg, "type": "upstream_error"}}
@@ -296,6 +305,12 @@ class ModelProxy:
                 lead = "\n\n" if buffer else ""  # ends an event the upstream left half sent
                 event = f"{lead}data: {json.dumps(error)}\n\n".encode()
                 await send({"type": "http.response.body", "body": event, "more_body": False})
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON: forwarded, a strict server answered 500, which read as the model server
+    failing (an agent's own request made its failure unscored), and the store held invalid JSON."""
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _bad_upstream(why: str, raw: bytes) -> dict[str, Any]:

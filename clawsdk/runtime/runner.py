@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import signal
 from collections.abc import Callable, Sequence
@@ -150,7 +151,7 @@ async def run(
     agent_name = getattr(the_agent, "name", type(the_agent).__name__)
 
     refuse_duplicate_ids(tasks)
-    plan, attempts, before = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, agent_options or {},
+    plan, attempts, before = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, recorded(agent_options),
                                    result)
     # what the run covers is every invocation's tasks at the most samples asked: a report counts a task
     # that never started as missing, and a resume with more samples is reported with them
@@ -167,7 +168,7 @@ async def run(
         async with StoreWriter(db_path) as writer, executor:
             await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
                              samples=run_samples, config={
-                                 "agent": agent_name, "agent_options": agent_options or {}, "sandbox": sandbox,
+                                 "agent": agent_name, "agent_options": recorded(agent_options), "sandbox": sandbox,
                                  "samples": run_samples, "concurrency": concurrency, "retries": retries,
                                  "tasks": dict(sorted(run_tasks.items())),
                                  # what progress counts against (`clawsdk watch`)
@@ -301,6 +302,26 @@ def with_known_skills(tasks: Sequence[Task], registry: Registry) -> tuple[list[T
         else:
             ok.append(task)
     return ok, errors
+
+
+#: option names whose values are credentials
+SECRET_OPTION = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|authorization|auth|credentials?)$")
+
+
+def recorded(options: dict[str, Any] | None) -> dict[str, Any]:
+    """Agent options as the store keeps them: a key, token, secret or password as "***", a URL without its
+    user, password and query (`--agent-opt api_key=sk-...` and http://user:PW@host/v1?key=K were kept in
+    the run's config as given)."""
+    from clawsdk.mcp.proxy import public_url
+
+    out: dict[str, Any] = {}
+    for k, v in (options or {}).items():
+        if SECRET_OPTION.search(k.lower()):
+            v = "***"
+        elif isinstance(v, str) and v.lower().startswith(("http://", "https://")):
+            v = public_url(v)
+        out[k] = v
+    return out
 
 
 def refuse_duplicate_ids(tasks: Sequence[Task]) -> None:

@@ -84,18 +84,19 @@ class HarnessAgent(Agent):
             "command": self.command, "harness": self.command, "exit_code": result.exit_code,
             "timed_out": result.timed_out, "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:],
             "model_calls": proxy.n_requests}, duration_ms=result.duration_s * 1000)
-        raise_for_ending(result, proxy, what="the harness command", limit=limit, upstream=self.upstream,
+        raise_for_ending(result, proxy, what="the harness command", limit=limit, upstream=proxy.shown,
                          why=result.stderr.strip()[-500:])
 
 
 def raise_for_ending(result: Any, proxy: Any, *, what: str, limit: float, upstream: str, why: str) -> None:
     """How a black-box agent's command ended, as the rollout counts it: past its time or a non-zero exit is the
-    agent's (scored); a non-zero exit after failed calls to the model server is the model's (unscored)."""
+    agent's (scored); a non-zero exit right after the model server failed its last call is the model's
+    (unscored). Only the last: one glitch the agent got past does not make its own later crash unscored."""
     if result.timed_out:
         raise AgentError(f"{what} did not finish within {limit:g} s")
-    if result.exit_code != 0 and proxy.n_upstream_errors:
-        raise ModelError(f"{what} failed after {proxy.n_upstream_errors} failed call(s) to the model server "
-                         f"{upstream}: {why}")
+    if result.exit_code != 0 and proxy.last_failed:
+        raise ModelError(f"{what} failed after the model server {upstream} failed its last call "
+                         f"({proxy.n_upstream_errors} failed in all): {why}")
     if result.exit_code != 0:
         raise AgentError(f"{what} exited with {result.exit_code}: {why}")
 

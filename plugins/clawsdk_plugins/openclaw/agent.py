@@ -141,7 +141,7 @@ class OpenClawAgent(Agent):
         if events.first_request_at is None and result.exit_code != 0:
             raise SandboxError(f"OpenClaw failed before its first model call (exit {result.exit_code}): "
                                f"{_why(envelope, result.stderr)}")
-        raise_for_ending(result, proxy, what="OpenClaw", limit=limit + self.boot_timeout_s, upstream=self.upstream,
+        raise_for_ending(result, proxy, what="OpenClaw", limit=limit + self.boot_timeout_s, upstream=proxy.shown,
                          why=_why(envelope, result.stderr))
 
     # ---- the sandbox side --------------------------------------------------------------------
