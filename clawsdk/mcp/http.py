@@ -51,10 +51,16 @@ class BearerAuth:
 MAX_BODY = DEFAULT_MAX_REQUEST_BODY_SIZE  # what the MCP transport itself accepts
 
 
+def no_json_constant(name: str) -> Any:
+    """`parse_constant` for json.loads: NaN and Infinity are not JSON. Taken in, they were forwarded (a strict
+    model server answered 500, read as the server failing) and kept in the store as invalid JSON."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
 def invalid_message(body: bytes) -> str | None:
     """Why `body` is not one JSON-RPC 2.0 message as MCP's streamable HTTP takes it, or None if it is."""
     try:
-        msg = json.loads(body)
+        msg = json.loads(body, parse_constant=no_json_constant)
     except (ValueError, UnicodeDecodeError) as e:
         return f"the request body is not JSON ({e})"
     except RecursionError:  # b"[" * 100000: the decoder recurses once per level

@@ -25,6 +25,7 @@ from urllib.parse import urlparse, urlunparse
 
 import anyio
 
+from clawsdk.mcp.http import no_json_constant
 from clawsdk.models.completion import MalformedAnswer, capped, read_completion
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class ModelProxy:
                 break
         raw = b"".join(chunks)
         try:
-            body = json.loads(raw or b"{}", parse_constant=_no_constant)
+            body = json.loads(raw or b"{}", parse_constant=no_json_constant)
         except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
             return await _json(send, 400, {"error": {"message": f"the request body is not JSON: {e}",
                                                      "type": "invalid_request_error"}})
@@ -305,12 +306,6 @@ class ModelProxy:
                 lead = "\n\n" if buffer else ""  # ends an event the upstream left half sent
                 event = f"{lead}data: {json.dumps(error)}\n\n".encode()
                 await send({"type": "http.response.body", "body": event, "more_body": False})
-
-
-def _no_constant(name: str) -> Any:
-    """NaN and Infinity are not JSON: forwarded, a strict server answered 500, which read as the model server
-    failing (an agent's own request made its failure unscored), and the store held invalid JSON."""
-    raise ValueError(f"{name} is not a JSON value")
 
 
 def _bad_upstream(why: str, raw: bytes) -> dict[str, Any]:

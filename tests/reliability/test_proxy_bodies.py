@@ -78,6 +78,7 @@ BAD_REQUESTS = [
     (b"{not json", "the request body is not JSON"),
     (b"\xff\xfe\x00garbage", "the request body is not JSON"),
     (b"[" * 100000, "the request body is nested too deeply"),  # was a 500 with a RecursionError traceback
+    (b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}', "NaN is not a JSON value"),
 ]
 
 
