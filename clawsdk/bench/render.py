@@ -15,10 +15,20 @@ SUBSCORES_SHOWN = 12
 def pct(est: dict | None, ci: bool = True) -> str:
     if not est or est.get("value") is None:
         return "-"
-    v = f"{100 * est['value']:.1f}"
+    v = percent(est["value"])
     if ci and est.get("low") is not None and est.get("n", 0) > 1:
-        v += f" [{100 * est['low']:.1f}, {100 * est['high']:.1f}]"
+        v += f" [{percent(est['low'])}, {percent(est['high'])}]"
     return v
+
+
+def percent(x: float) -> str:
+    """One decimal, never 100.0 or 0.0 for what is not (1,999 of 2,000 passed read 100.0)."""
+    text = f"{100 * x:.1f}"
+    if text == "100.0" and x < 1:
+        return ">99.9"
+    if text == "0.0" and x > 0:
+        return "<0.1"
+    return text
 
 
 def num(x: float | None, digits: int = 1) -> str:

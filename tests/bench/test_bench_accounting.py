@@ -121,3 +121,11 @@ def test_compare_pairs_every_id_of_one_content(tmp_path):
     with Store(db) as store:
         result = compare_runs(load_run(store, "a"), load_run(store, "b"))
     assert sorted(r["id"] for r in result["tasks"]) == ["dup-a", "dup-b", "other"]  # one of the two was dropped
+
+
+def test_a_rate_is_never_shown_as_100_or_0_when_it_is_not():
+    from clawsdk.bench.render import pct
+
+    assert pct({"value": 1999 / 2000, "low": 0.997, "high": 1.0, "n": 2000}) == ">99.9 [99.7, 100.0]"
+    assert pct({"value": 1 / 20000, "low": 0.0, "high": 0.0003, "n": 20000}) == "<0.1 [0.0, <0.1]"
+    assert pct({"value": 1.0}) == "100.0" and pct({"value": 0.0}) == "0.0"
