@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from clawsdk._text import rounded
 
 SUBSCORES_SHOWN = 12
 
@@ -15,20 +16,10 @@ SUBSCORES_SHOWN = 12
 def pct(est: dict | None, ci: bool = True) -> str:
     if not est or est.get("value") is None:
         return "-"
-    v = percent(est["value"])
+    v = rounded(est["value"], 1, 100)
     if ci and est.get("low") is not None and est.get("n", 0) > 1:
-        v += f" [{percent(est['low'])}, {percent(est['high'])}]"
+        v += f" [{rounded(est['low'], 1, 100)}, {rounded(est['high'], 1, 100)}]"
     return v
-
-
-def percent(x: float) -> str:
-    """One decimal, never 100.0 or 0.0 for what is not (1,999 of 2,000 passed read 100.0)."""
-    text = f"{100 * x:.1f}"
-    if text == "100.0" and x < 1:
-        return ">99.9"
-    if text == "0.0" and x > 0:
-        return "<0.1"
-    return text
 
 
 def num(x: float | None, digits: int = 1) -> str:

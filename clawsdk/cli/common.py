@@ -15,6 +15,7 @@ import click
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 
+from clawsdk._text import rounded
 from clawsdk.errors import ClawError
 
 #: the width of output that goes to a file or a pipe: tables fit their content, ids are never cut
@@ -100,15 +101,7 @@ def friendly_errors(fn: Callable) -> Callable:
 
 
 def fmt_reward(value: float | None) -> str:
-    """Two decimals, never a perfect score or a zero that is not (0.996 printed as 1.00 beside 99/100 passed)."""
-    if value is None:
-        return "-"
-    text = f"{value:.2f}"
-    if text == "1.00" and value < 1:
-        return ">0.99"
-    if text == "0.00" and value > 0:
-        return "<0.01"
-    return text
+    return "-" if value is None else rounded(value, 2)
 
 
 def announce_sandbox(name: str) -> str:
