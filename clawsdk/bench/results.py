@@ -87,8 +87,9 @@ class RunData:
     def pins(self) -> dict[str, Any]:
         """Everything needed to reproduce the numbers."""
         import clawsdk
+        from clawsdk.runtime.runner import recorded
 
-        options = redact(self.config.get("agent_options") or {})
+        options = recorded(self.config.get("agent_options"))  # runs stored before the runner redacted them
         judge = self.manifest.judge_model if self.manifest else None
         body = {"config": self.config, "benchmark": self.manifest.hash if self.manifest else None, "k": self.k}
         config_hash = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
@@ -108,12 +109,6 @@ class RunData:
             "clawsdk_version": clawsdk.__version__,
             "run_created_at": self.run.get("created_at"),
         }
-
-
-def redact(options: dict[str, Any]) -> dict[str, Any]:
-    from clawsdk.runtime.runner import recorded  # runs stored before it redacted them
-
-    return recorded(options)
 
 
 def bench_run_row(store: Store, run_id: str) -> dict | None:

@@ -199,7 +199,7 @@ class ModelProxy:
         raw = b"".join(chunks)
         try:
             body = json.loads(raw or b"{}", parse_constant=no_json_constant)
-        except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
+        except ValueError as e:  # not JSON, not UTF-8, NaN or Infinity
             return await _json(send, 400, {"error": {"message": f"the request body is not JSON: {e}",
                                                      "type": "invalid_request_error"}})
         except RecursionError:  # b"[" * 100000: the decoder recurses once per level

@@ -232,8 +232,7 @@ class HostDirSandbox(Sandbox):
         passed. Returns what moved, as `~/NAME`."""
         if self.home is None or self.root is None:
             return []
-        home, ws = PurePosixPath(self.visible_home()), PurePosixPath(self.visible_workspace())
-        chain = ws.relative_to(home).parts if ws != home and ws.is_relative_to(home) else ()
+        chain = self.home_chain()
         moved: list[str] = []
         try:
             fd = os.open(self.home, safefs.O_DIR)
@@ -273,6 +272,12 @@ class HostDirSandbox(Sandbox):
             os.close(fd)
             if to is not None and to >= 0:
                 os.close(to)
+
+    def home_chain(self) -> tuple[str, ...]:
+        """The folder names from HOME down to a workspace mounted inside it (OpenClaw's .openclaw, workspace);
+        () when the workspace is not inside HOME."""
+        home, ws = PurePosixPath(self.visible_home()), PurePosixPath(self.visible_workspace())
+        return ws.relative_to(home).parts if ws != home and ws.is_relative_to(home) else ()
 
     def _aside_for_home(self) -> int:
         """A new folder of a fresh name in the root for what leaves HOME (the local sandbox's root is the

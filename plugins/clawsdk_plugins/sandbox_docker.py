@@ -245,14 +245,9 @@ class DockerSandbox(IsolatedHostDirSandbox):
         removed = await super().end_turn()
         return removed + await anyio.to_thread.run_sync(self._unmoved_workspace)
 
-    def _chain(self) -> list[str]:
-        """The folder names from HOME down to the workspace's mount point ([] when it is not inside HOME)."""
-        home, ws = Path(self.opts.home), Path(self.opts.workspace_path)
-        return list(ws.relative_to(home).parts) if ws != home and ws.is_relative_to(home) else []
-
     def _mount_mark(self) -> tuple[int, int] | None:
         """The mount point's identity on the host, reached without following a link; None if there is none."""
-        chain = self._chain()
+        chain = self.home_chain()
         if not chain or self.home is None:
             return None
         fd = os.open(self.home, safefs.O_DIR)
@@ -278,7 +273,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
                 return []
         except OSError:
             pass
-        first = self._chain()[0]
+        first = self.home_chain()[0]
         assert self.home is not None
         moved = f"clawsdk-moved-{uuid.uuid4().hex[:16]}"
         try:  # within HOME: a rename in one folder needs no rights on the folder moved
