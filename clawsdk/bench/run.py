@@ -21,9 +21,8 @@ from clawsdk.bench.build import register_manifest
 from clawsdk.bench.manifest import BenchTask, Manifest, ManifestError, load_manifest, looks_like_manifest
 from clawsdk.bench.results import RunData, load_run
 from clawsdk.errors import TaskFormatError
-from clawsdk.runtime.runner import RolloutOutcome, RunResult, _load_agent, _plan, recorded, run
+from clawsdk.runtime.runner import RolloutOutcome, RunResult, check_resume, run
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk.sandbox.capabilities import choose_sandbox
 from clawsdk.store.store import Store, default_db_path, now
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.sources import load_tasks
@@ -111,18 +110,6 @@ def _requeue_unscored(store: Store, run_id: str) -> int:
     return cur.rowcount
 
 
-def _check_resume(store: Store, run_id: str, agent: Any, sandbox: str, options: dict[str, Any] | None) -> None:
-    """The runner's refusal of a resume with another agent, sandbox or options, made before the requeue:
-    a refused resume must leave the store as it was."""
-    existing = store.run(run_id)
-    if existing is None:
-        return
-    # the names the runner records: the agent's, and the sandbox "auto" stands for
-    the_agent = _load_agent(agent, options or {})
-    name = getattr(the_agent, "name", type(the_agent).__name__)
-    _plan(store.path, run_id, [], 1, name, choose_sandbox(sandbox), recorded(options), RunResult(run_id, store.path))
-
-
 def _register(store: Store, manifest: Manifest, run_id: str, samples: int, status: str) -> None:
     register_manifest(store, manifest)
     ts = now()
@@ -177,7 +164,8 @@ async def bench_run(
         tasks = find_tasks(manifest, store, extra, task_specs)
         if store.run(run_id) is not None and not store.query("SELECT 1 FROM bench_runs WHERE run_id = ?", [run_id]):
             raise ManifestError(f"run {run_id} exists and is not a benchmark run; choose a new --run-id")
-        _check_resume(store, run_id, agent, sandbox, agent_options)
+        if store.run(run_id) is not None:  # refused now, before the requeue: a refused resume changes nothing
+            check_resume(store, run_id, agent, sandbox, agent_options)
         _register(store, manifest, run_id, k, "partial")
         requeued = _requeue_unscored(store, run_id)
     judge = judge_model or manifest.judge_model

@@ -343,27 +343,42 @@ async def _cancel_on_signal(scope: anyio.CancelScope, result: RunResult) -> None
             return
 
 
+def _refuse_conflict(store: Store, run_id: str, agent: str, sandbox: str, options: dict[str, Any]) -> dict:
+    """RunConflict if run `run_id` exists with another agent, sandbox or agent options; its config ({} if new)."""
+    existing = store.run(run_id)
+    if existing and (existing["agent"], existing["sandbox"]) != (agent, sandbox):
+        raise RunConflict(
+            f"run {run_id} was started with agent {existing['agent']!r} on sandbox {existing['sandbox']!r}; "
+            f"resume it with the same, or choose a new --run-id"
+        )
+    before = json.loads(existing["config"] or "{}") if existing else {}
+    then, now_ = before.get("agent_options"), json.loads(dumps(options))
+    if then is not None and then != now_:
+        # one run's numbers come from one configuration: a resume with another model or temperature
+        # would mix two agents in one score
+        differ = sorted(k for k in {*then, *now_} if then.get(k) != now_.get(k))
+        raise RunConflict(
+            f"run {run_id} was started with other agent options ({', '.join(differ)} differ); resume it "
+            f"with the same, or choose a new --run-id"
+        )
+    return before
+
+
+def check_resume(store: Store, run_id: str, agent: str | Agent, sandbox: str,
+                 agent_options: dict[str, Any] | None) -> None:
+    """RunConflict now if `run(...)` would refuse to resume `run_id` with this agent, sandbox and options: for
+    callers that change the run's rows first (`bench run` requeues its unscored samples)."""
+    the_agent = _load_agent(agent, agent_options or {})
+    name = getattr(the_agent, "name", type(the_agent).__name__)
+    _refuse_conflict(store, run_id, name, choose_sandbox(sandbox), recorded(agent_options))
+
+
 def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent: str, sandbox: str,
           options: dict[str, Any], result: RunResult) -> tuple[list[tuple[Task, int]], dict[str, int], dict]:
     """What is left to do for this run id, the last attempt number of each rollout, and the config the
     run was started with ({} for a new run)."""
     with Store(db_path) as store:
-        existing = store.run(run_id)
-        if existing and (existing["agent"], existing["sandbox"]) != (agent, sandbox):
-            raise RunConflict(
-                f"run {run_id} was started with agent {existing['agent']!r} on sandbox {existing['sandbox']!r}; "
-                f"resume it with the same, or choose a new --run-id"
-            )
-        before = json.loads(existing["config"] or "{}") if existing else {}
-        then, now_ = before.get("agent_options"), json.loads(dumps(options))
-        if then is not None and then != now_:
-            # one run's numbers come from one configuration: a resume with another model or temperature
-            # would mix two agents in one score
-            differ = sorted(k for k in {*then, *now_} if then.get(k) != now_.get(k))
-            raise RunConflict(
-                f"run {run_id} was started with other agent options ({', '.join(differ)} differ); resume it "
-                f"with the same, or choose a new --run-id"
-            )
+        before = _refuse_conflict(store, run_id, agent, sandbox, options)
         rows = store.query("SELECT id, task_id, task_hash, status, failure_kind, attempt FROM rollouts "
                            "WHERE run_id = ?", [run_id])
     known = {r["id"]: r for r in rows}
