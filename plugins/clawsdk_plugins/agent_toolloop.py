@@ -165,22 +165,20 @@ class ToolLoopAgent(Agent):
                 if getattr(self, key) is not None:
                     params[key] = getattr(self, key)
             prompt = self.fit_context(messages, budget)
-            await ctx.recorder.record("model_request", {"model": self.model, "turn": turn, "messages": list(prompt),
-                                                        "tools": tools, "params": params})
-            t0 = time.perf_counter()
-            try:
-                response = await self.llm.chat(prompt, tools, **params)
-            except ContextOverflow as e:
-                budget = _budget_after(e, _chars(prompt), max_tokens)
-                smaller = self.fit_context(messages, budget)
-                if _chars(smaller) >= _chars(prompt):
-                    raise  # nothing left to elide: the outputs of this very turn do not fit
-                await ctx.recorder.record("error", {"kind": "context_overflow", "message": str(e)})
-                prompt = smaller
+            for retry in (False, True):
                 await ctx.recorder.record("model_request", {"model": self.model, "turn": turn,
                                                             "messages": list(prompt), "tools": tools, "params": params})
                 t0 = time.perf_counter()
-                response = await self.llm.chat(prompt, tools, **params)
+                try:
+                    response = await self.llm.chat(prompt, tools, **params)
+                    break
+                except ContextOverflow as e:
+                    budget = _budget_after(e, _chars(prompt), max_tokens)
+                    smaller = self.fit_context(messages, budget)
+                    if retry or _chars(smaller) >= _chars(prompt):
+                        raise  # asked again already, or nothing left to elide: this turn's outputs do not fit
+                    await ctx.recorder.record("error", {"kind": "context_overflow", "message": str(e)})
+                    prompt = smaller
             await self._record_response(ctx, turn, response, (time.perf_counter() - t0) * 1000)
             used_tokens += response.usage.get("completion_tokens") or len(str(response.message.get("content") or "")) // 4
             if response.finish_reason == "timeout":
