@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 #: without a cap a 200 MB body sat in memory (1.4 GB of RSS), went upstream and into the store.
 MAX_REQUEST_BODY = 32 * 1024 * 1024
 
+#: How long `serving` waits on its way out for requests still in flight before cancelling them.
+SHUTDOWN_GRACE_S = 5.0
+
 RECORDED_PARAMS = ("model", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "n",
                    "tool_choice", "parallel_tool_calls", "response_format", "logprobs", "top_logprobs", "stream")
 
@@ -208,7 +211,7 @@ class ModelProxy:
         problem = request_problem(body)
         if problem is not None:
             return await _json(send, 400, {"error": {"message": problem, "type": "invalid_request_error"}})
-        await self._chat(body, recorder, send)
+        await self._chat(body, recorder, send, receive)
 
     async def _models(self, send: Callable) -> None:
         import httpx2
@@ -231,14 +234,55 @@ class ModelProxy:
         password = urlparse(self.upstream).password
         return text.replace(password, "***") if password else text
 
-    async def _chat(self, body: dict[str, Any], recorder: Recorder, send: Callable) -> None:
-        import httpx2
-
+    async def _chat(self, body: dict[str, Any], recorder: Recorder, send: Callable, receive: Callable) -> None:
+        """Forwards one chat request and records both sides. A client that hangs up mid-answer stops the
+        upstream call at once (it read the rest to the end, and held the proxy's shutdown until then): the
+        answer is recorded as abandoned, with what had come of it."""
         self.n_requests += 1
         request = {"messages": body.get("messages"), "tools": body.get("tools"),
                    "params": {k: body[k] for k in RECORDED_PARAMS if k in body}}
         await recorder.record("model_request", request)
         started = time.perf_counter()
+        partial: dict[str, Any] = {}  # a streamed answer as far as it came
+        answering = True  # False once the answer is whole: a disconnect after that is the client's goodbye
+        gone = False
+
+        def done() -> None:
+            nonlocal answering
+            answering = False
+
+        async def abandoned(why: str) -> None:
+            payload: dict[str, Any] = {"error": why, "status": 499, "abandoned": True}
+            if partial.get("content") or partial.get("tool_calls"):
+                payload["partial"] = partial
+            await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                async def watch() -> None:
+                    nonlocal gone
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    if answering:
+                        gone = True
+                        tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                await self._forward(body, recorder, send, started, partial, done)
+                tg.cancel_scope.cancel()
+        except anyio.get_cancelled_exc_class():
+            if answering:  # the proxy is stopping (past SHUTDOWN_GRACE_S): the call ends unanswered
+                with anyio.CancelScope(shield=True):
+                    await abandoned("the proxy stopped before the answer was complete")
+            raise
+        if gone:
+            self._ended(failed=False)  # the upstream was answering; the client left
+            await abandoned("the client closed the connection before the answer was complete")
+
+    async def _forward(self, body: dict[str, Any], recorder: Recorder, send: Callable, started: float,
+                       partial: dict[str, Any], done: Callable[[], None]) -> None:
+        import httpx2
+
         stream = bool(body.get("stream"))
         # ASCII JSON: a "\udcff" the agent's harness sent loads as a lone surrogate, which no UTF-8 encoder
         # takes; httpx's own encoding raised, and the agent got a 500 for its own request
@@ -264,6 +308,7 @@ class ModelProxy:
                             answer, status = _bad_upstream(str(e), r.content), 502
                     if status >= 400:
                         payload = {"error": answer, "status": status}
+                    done()
                     self._ended(failed=status >= 500)
                     await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
                     return await _json(send, status, answer)
@@ -273,7 +318,8 @@ class ModelProxy:
                                 "headers": [(b"content-type", r.headers.get("content-type", "text/event-stream").encode()),
                                             (b"cache-control", b"no-cache")]})
                     started_answer = True
-                    message: dict[str, Any] = {"role": "assistant", "content": None}
+                    message = partial
+                    message.update({"role": "assistant", "content": None})
                     meta: dict[str, Any] = {}
                     async for chunk in r.aiter_text():
                         await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
@@ -282,6 +328,7 @@ class ModelProxy:
                             line, buffer = buffer.split("\n", 1)
                             _fold_sse_line(line.strip(), message, meta)
                     _fold_sse_line(buffer.strip(), message, meta)
+                    done()
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                     payload = {"message": message, "finish_reason": meta.get("finish_reason"),
                                "usage": meta.get("usage"), "model": meta.get("model"), "id": meta.get("id"),
@@ -296,6 +343,7 @@ class ModelProxy:
                     await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
         except httpx2.HTTPError as e:
             msg = self._redact(f"upstream {self.shown} failed: {type(e).__name__}: {e}")
+            done()
             self._ended(failed=True)
             await recorder.record("model_response", {"error": msg, "status": 502},
                                   duration_ms=(time.perf_counter() - started) * 1000)
@@ -363,7 +411,9 @@ async def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, uds: str 
     """Run an ASGI app with uvicorn in a task of this task group; yields http://HOST:PORT.
 
     With `uds`, it listens on that unix socket instead (for a sandbox that has no network but
-    has the socket bound in) and yields unix:PATH.
+    has the socket bound in) and yields unix:PATH. On exit, requests still in flight get
+    SHUTDOWN_GRACE_S to finish, then are cancelled: once an agent's command has ended, a call still
+    open is nobody's turn (a process it left behind), and must not hold the rollout.
     """
     import socket
 
@@ -378,7 +428,7 @@ async def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, uds: str 
     else:
         sock = bind(host, port)
         url = f"http://{host}:{sock.getsockname()[1]}"
-    server = uvicorn_server(app, lifespan="on")  # the caller owns signals
+    server = uvicorn_server(app, lifespan="on", timeout_graceful_shutdown=SHUTDOWN_GRACE_S)  # the caller owns signals
     async with anyio.create_task_group() as tg:
         # the socket already listens, so clients may connect now: the kernel queues them until uvicorn accepts
         tg.start_soon(lambda: server.serve(sockets=[sock]))

@@ -1,0 +1,107 @@
+"""A client that hangs up on the recording proxy mid-answer, and a call still open when the proxy stops.
+
+Before: the proxy read the upstream's answer to the end after the client had gone, and its shutdown
+waited on that call. A harness whose command had finished (exit 0) sat behind a long generation until
+its task's time ran out and was scored `agent_timeout`.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import anyio
+import httpx2
+
+from clawsdk.mcp.proxy import SHUTDOWN_GRACE_S, ModelProxy, serving
+from clawsdk.runtime.recorder import Recorder
+from clawsdk.runtime.runner import run
+from clawsdk.store.store import Store
+from clawsdk.tasks.native import load_task
+from clawsdk_plugins.agent_harness import HarnessAgent
+from tests.asgi import request_body
+from tests.conftest import make_task
+
+
+class SlowStream:
+    """Streams one token every 0.1 s, `n` of them (30 s by default): a long generation."""
+
+    def __init__(self, n: int = 300):
+        self.n, self.sent = n, 0
+
+    async def __call__(self, scope, receive, send):
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for i in range(self.n):
+            chunk = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": f"tok{i} "}}]}
+            await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\n".encode(),
+                        "more_body": True})
+            self.sent += 1
+            await anyio.sleep(0.1)
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+
+
+# asks for a streamed answer, reads its first line, writes the deliverable and exits 0 without reading on
+HANG_UP = textwrap.dedent('''
+    import os, urllib.request
+    body = b'{"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]}'
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+                                 headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                                          "Content-Type": "application/json"})
+    print(urllib.request.urlopen(req).readline().decode().strip())
+    open("done.txt", "w").write("done\\n")
+''')
+
+
+def test_a_harness_that_hangs_up_mid_stream_and_exits_is_scored_not_timed_out(tmp_path, db):
+    (tmp_path / "client.py").write_text(HANG_UP)
+    task = load_task(make_task(tmp_path, "hang", extra={"limits": {"timeout_s": 15}}))
+    upstream = SlowStream()
+
+    async def main():
+        async with serving(upstream) as url:
+            agent = HarnessAgent(command=f"python3 {tmp_path / 'client.py'}", base_url=url + "/v1")
+            return await run([task], agent=agent, db=db, run_id="hang", sandbox="local", retries=0)
+
+    (outcome,) = anyio.run(main).outcomes
+    assert (outcome.kind.value, outcome.reward) == ("ok", 1.0), outcome.error
+    assert upstream.sent < upstream.n  # the upstream call was stopped, not read to its end
+    with Store(db) as store:
+        events = store.events(outcome.rollout_id)
+    (response,) = [e["payload"] for e in events if e["kind"] == "model_response"]
+    assert response["abandoned"] and response["status"] == 499
+    assert response["partial"]["content"].startswith("tok0 ")
+
+
+def test_a_call_still_open_when_the_proxy_stops_is_cancelled_after_the_grace_and_recorded():
+    """A process the agent left behind keeps a stream open: the proxy's exit does not wait for it to end."""
+    upstream = SlowStream(n=100_000)  # hours
+    recorder = Recorder(None, "r", keep=True)
+
+    async def main():
+        async with serving(upstream) as up:
+            proxy = ModelProxy(up + "/v1")
+            token = proxy.register(recorder)
+            with anyio.fail_after(SHUTDOWN_GRACE_S + 30):  # a hang is a failure, whatever the machine's speed
+                async with anyio.create_task_group() as tg:
+                    async with serving(proxy) as url:
+                        reading = anyio.Event()
+
+                        async def client() -> None:
+                            async with httpx2.AsyncClient(timeout=None) as http, http.stream(
+                                    "POST", url + "/v1/chat/completions", headers={"authorization": f"Bearer {token}"},
+                                    json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+                            ) as r:
+                                async for _ in r.aiter_lines():
+                                    reading.set()
+
+                        tg.start_soon(client)
+                        await reading.wait()
+                    tg.cancel_scope.cancel()  # the proxy is down; the client's stream is cut
+
+    anyio.run(main)
+    kinds = [e["kind"] for e in recorder.kept]
+    assert kinds == ["model_request", "model_response"]
+    assert recorder.kept[1]["payload"]["abandoned"]
