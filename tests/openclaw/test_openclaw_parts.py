@@ -67,6 +67,77 @@ def test_tool_calls_in_the_model_traffic_become_ordered_tool_events():
     assert rec.n_tool_calls == 3 and rec.kept[-1]["payload"]["is_error"]
 
 
+def _two_calls():
+    calls = tool_call(1, "read", {"path": "a.txt"})
+    calls["tool_calls"].append(tool_call(2, "exec", {"command": "sleep 1; ls"})["tool_calls"][0])
+    return calls
+
+
+def _tool_traffic(rec):
+    """(tool, result) per recorded result; each result names its call's seq, as the export pairs them."""
+    by_seq = {e["seq"]: e for e in rec.kept}
+    results = [e["payload"] for e in rec.kept if e["kind"] == "tool_result"]
+    assert all(by_seq[r.get("call")]["kind"] == "tool_call" and by_seq[r["call"]]["payload"]["tool"] == r["tool"]
+               for r in results)
+    return [(r["tool"], r["content"]) for r in results]
+
+
+def test_results_pair_with_their_calls_by_id_whatever_order_openclaw_sends_them_in():
+    async def main():
+        rec = Recorder(None, "r", keep=True)
+        events = ToolEventRecorder(rec)
+        await events.record("model_request", {"messages": [{"role": "user", "content": "go"}]})
+        await events.record("model_response", {"message": _two_calls()})
+        turn = {**_two_calls(), "tool_calls": [{**c, "id": f"c{i}"} for i, c in enumerate(_two_calls()["tool_calls"])]}
+        await events.record("model_request", {"messages": [
+            {"role": "user", "content": "go"}, turn,
+            {"role": "tool", "tool_call_id": "c1", "content": "a.txt b.txt"},  # the exec's, first
+            {"role": "tool", "tool_call_id": "c0", "content": "hello"}]})
+        return rec
+
+    assert _tool_traffic(anyio.run(main)) == [("read", "hello"), ("exec", "a.txt b.txt")]
+
+
+def test_a_request_from_another_process_with_the_token_neither_answers_the_calls_nor_adds_its_own():
+    """A script the agent ran (OpenClaw's exec) can read the proxy token and post its own conversation: its
+    tool messages must not become the recorded results, and the calls its answer makes are not the agent's."""
+
+    async def main():
+        rec = Recorder(None, "r", keep=True)
+        events = ToolEventRecorder(rec)
+        history = [{"role": "user", "content": "go"}]
+        await events.record("model_request", {"messages": history})
+        await events.record("model_response", {"message": _two_calls()})
+        forged = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "I read it."},
+                  {"role": "tool", "tool_call_id": "call_1", "content": "FORGED"}]
+        real = [*history, _two_calls(), {"role": "tool", "tool_call_id": "call_1", "content": "hello"},
+                {"role": "tool", "tool_call_id": "call_2", "content": "a.txt"}]
+        got_forged, got_real = anyio.Event(), anyio.Event()
+
+        async def forger():  # its request and its answer straddle OpenClaw's own request
+            await events.record("model_request", {"messages": forged})
+            got_forged.set()
+            await got_real.wait()
+            await events.record("model_response", {"message": tool_call(7, "write", {"path": "x", "content": ""})})
+
+        async def openclaw():
+            await got_forged.wait()
+            await events.record("model_request", {"messages": real})
+            got_real.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(forger)
+            tg.start_soon(openclaw)
+        await events.record("model_response", {"message": {"role": "assistant", "content": "done"}})
+        await events.flush()
+        return rec
+
+    rec = anyio.run(main)
+    assert _tool_traffic(rec) == [("read", "hello"), ("exec", "a.txt")]
+    assert [e["payload"]["tool"] for e in rec.kept if e["kind"] == "tool_call"] == ["read", "exec"]
+    assert rec.n_tool_calls == 2
+
+
 @pytest.fixture
 def fake_install(tmp_path):
     """An install prefix with the files the agent looks for (enough to construct it, not to run OpenClaw)."""

@@ -1,22 +1,34 @@
 """OpenClaw's tool calls as the rollout's own tool_call / tool_result events, read off its model traffic.
 
 OpenClaw runs its tools itself, inside the sandbox; clawsdk sees only the model calls through the
-recording proxy. Those carry everything: an answer's `tool_calls` are the calls, and the next
-request's `tool` messages after that assistant turn are their results, in order. So the proxy
-records through a `ToolEventRecorder`, which writes a `tool_call` event after each answer that
-makes calls and the matching `tool_result` events before the next request, the order the
-built-in agent's events have. n_tool_calls, selection, SFT export and the TUI then treat the
-rollout like any other.
+recording proxy. Those carry everything: an answer's `tool_calls` are the calls, and a later
+request that holds that assistant turn holds their results, as `tool` messages naming the calls'
+ids (OpenClaw rewrites ids, e.g. `call_9` to `call9`, so an id is read off the assistant turn as
+OpenClaw sent it back, by position). So the proxy records through a `ToolEventRecorder`, which
+writes a `tool_call` event after each answer that makes calls and the matching `tool_result`
+events (each with `call`, its call's seq) before the next request, the order the built-in
+agent's events have. n_tool_calls, selection, SFT export and the TUI then treat the rollout like
+any other.
+
+OpenClaw's every request holds the whole conversation so far. One that does not hold the pending
+calls' assistant turn was sent by some other process with the token (a script the agent ran that
+read OpenClaw's config): it resolves nothing, the calls its answer makes are nobody's and are not
+recorded as the agent's, and the pending calls wait for OpenClaw's own next request.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from clawsdk.runtime.recorder import Recorder
+
+#: whether the request this proxy task is answering carries the pending calls' turn (each request is
+#: its own task, so its answer reads what its request set, whatever other requests came between)
+_ON_CHAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("openclaw_on_chain", default=True)
 
 #: OpenClaw's text for a failed tool (its tool messages carry no error flag)
 ERROR_PREFIXES = ("error:", "error ", "tool error", "failed:", "command failed", "validation failed")
@@ -63,38 +75,68 @@ class ToolEventRecorder:
         if kind == "model_request":
             if self.first_request_at is None:
                 self.first_request_at = time.monotonic()
-            await self._results(payload.get("messages") or [])
+            _ON_CHAIN.set(await self._results(payload.get("messages") or []))
         seq = await self.inner.record(kind, payload, duration_ms=duration_ms)
         if kind == "model_response":
-            await self._calls(payload.get("message") or {})
+            if _ON_CHAIN.get():
+                await self._calls(payload.get("message") or {})
+            else:
+                await self.inner.record("note", {"openclaw": "a model request without the pending calls' turn "
+                                                              "(not OpenClaw's own): its answer's calls are not recorded"})
         return seq
 
     async def _calls(self, message: dict[str, Any]) -> None:
-        self.pending = []
         for tc in message.get("tool_calls") or []:
             fn = tc.get("function") or {}
             call = {"tool": fn.get("name") or "", "args": _args(fn.get("arguments"))}
-            await self.inner.record("tool_call", call)
-            self.pending.append(call)
+            seq = await self.inner.record("tool_call", call)
+            self.pending.append({**call, "seq": seq})
         self.called_at = time.monotonic()
 
-    async def _results(self, messages: list[dict[str, Any]]) -> None:
+    def _anchor(self, messages: list[dict[str, Any]]) -> int | None:
+        """Where in `messages` the assistant turn that made the pending calls is (the last one that
+        names the same tools in the same order), or None."""
+        names = [c["tool"] for c in self.pending]
+        for i in range(len(messages) - 1, -1, -1):
+            m = messages[i]
+            if m.get("role") == "assistant" and isinstance(m.get("tool_calls"), list) and \
+                    [(tc.get("function") or {}).get("name") for tc in m["tool_calls"]] == names:
+                return i
+        return None
+
+    async def _results(self, messages: list[dict[str, Any]]) -> bool:
+        """Records the pending calls' results this request carries; False if it does not carry their turn."""
         if not self.pending:
-            return
-        last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant" and m.get("tool_calls")),
-                   default=-1)
-        results = [m for m in messages[last + 1:] if m.get("role") == "tool"] if last >= 0 else []
+            return True
+        at = self._anchor(messages)
+        if at is None:
+            return False
+        ids = [tc.get("id") for tc in messages[at]["tool_calls"]]
+        results: dict[int, dict[str, Any]] = {}  # position among the calls -> its tool message
+        for m in messages[at + 1:]:
+            if m.get("role") == "assistant":
+                break
+            if m.get("role") != "tool":
+                continue
+            tid = m.get("tool_call_id")
+            i = ids.index(tid) if tid in ids else next((k for k in range(len(ids)) if k not in results), None)
+            if i is not None and i not in results:
+                results[i] = m
         took = (time.monotonic() - self.called_at) * 1000
-        for call, result in zip(self.pending, results):
-            text = _text(result.get("content"))
-            await self.inner.record("tool_result", {
-                "tool": call["tool"], "is_error": text.strip().lower().startswith(ERROR_PREFIXES),
-                "content": text}, duration_ms=took)
+        for i, call in enumerate(self.pending):
+            if i in results:
+                text = _text(results[i].get("content"))
+                error = text.strip().lower().startswith(ERROR_PREFIXES)
+            else:
+                text, error = "(OpenClaw sent the model no result for this call)", True
+            await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": error,
+                                                    "content": text}, duration_ms=took)
         self.pending = []
+        return True
 
     async def flush(self) -> None:
         """Calls whose results never came back to the model (OpenClaw stopped or was stopped)."""
         for call in self.pending:
-            await self.inner.record("tool_result", {"tool": call["tool"], "is_error": True,
+            await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": True,
                                                     "content": "(OpenClaw ended before returning this result)"})
         self.pending = []
