@@ -50,13 +50,10 @@ def status_line(r: dict) -> str:
         line += f"Resume with `clawsdk bench run BENCHMARK --run-id {run_id}` and the same options"
         # a fixed file changes the benchmark, which this run id cannot score
         return line + ("; fixed task files make another benchmark: run it under a new --run-id" if skipped else "")
-    # a plain run: `clawsdk run` resumes only samples that never finished, and `bench run` refuses a run
-    # it did not create, so unscored samples are tried again only under a new run id
-    line += (f"`clawsdk run TASKS --run-id {run_id}` with the same options resumes only samples not finished"
+    line += (f"`clawsdk run TASKS --run-id {run_id}` with the same options resumes samples not finished"
              + (", and adds the task files fixed since" if skipped else ""))
     if r["unscored"]:
-        line += (f"; it does not retry the {r['unscored']} unscored. `clawsdk bench run TASKS --run-id NEW` "
-                 f"runs the tasks again as a benchmark, and rerunning it retries its unscored samples")
+        line += f"; add --retry-unscored to run the {r['unscored']} unscored again"
     return line
 
 

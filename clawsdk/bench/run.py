@@ -35,7 +35,6 @@ class BenchRun:
     manifest: Manifest
     result: RunResult
     data: RunData
-    requeued: int  # unscored samples of an earlier invocation tried again
 
     @property
     def status(self) -> str:
@@ -99,17 +98,6 @@ def find_tasks(manifest: Manifest, store: Store, extra: Sequence[Task] = (),
     return [found[bt.hash] for bt in manifest.tasks]
 
 
-def _requeue_unscored(store: Store, run_id: str) -> int:
-    """Samples of an earlier invocation that ended unscored go back to pending, so the runner retries them."""
-    if store.run(run_id) is None:
-        return 0
-    with store.transaction():
-        cur = store.db.execute(
-            "UPDATE rollouts SET status = 'pending' WHERE run_id = ? AND status = 'finished' AND scored = 0",
-            [run_id])
-    return cur.rowcount
-
-
 def _register(store: Store, manifest: Manifest, run_id: str, samples: int, status: str) -> None:
     register_manifest(store, manifest)
     ts = now()
@@ -164,10 +152,9 @@ async def bench_run(
         tasks = find_tasks(manifest, store, extra, task_specs)
         if store.run(run_id) is not None and not store.query("SELECT 1 FROM bench_runs WHERE run_id = ?", [run_id]):
             raise ManifestError(f"run {run_id} exists and is not a benchmark run; choose a new --run-id")
-        if store.run(run_id) is not None:  # refused now, before the requeue: a refused resume changes nothing
+        if store.run(run_id) is not None:  # refused now, before the registration: a refused resume changes nothing
             check_resume(store, run_id, agent, sandbox, agent_options)
         _register(store, manifest, run_id, k, "partial")
-        requeued = _requeue_unscored(store, run_id)
     judge = judge_model or manifest.judge_model
     saved = os.environ.get(JUDGE_ENV)
     if judge:
@@ -176,7 +163,7 @@ async def bench_run(
         result = await run(tasks, agent=agent, agent_options=agent_options, sandbox=sandbox,
                            sandbox_config=sandbox_config, samples=k, concurrency=concurrency, run_id=run_id,
                            db=db_path, retries=retries, task_errors=errors, on_rollout=on_rollout,
-                           handle_signals=handle_signals)
+                           handle_signals=handle_signals, retry_unscored=True)
     finally:
         if judge:
             if saved is None:
@@ -187,4 +174,4 @@ async def bench_run(
         data = load_run(store, run_id, manifest, k)
         _register(store, manifest, run_id, k, "complete" if data.complete else "partial")
         data.bench_status = "complete" if data.complete else "partial"
-    return BenchRun(manifest=manifest, result=result, data=data, requeued=requeued)
+    return BenchRun(manifest=manifest, result=result, data=data)

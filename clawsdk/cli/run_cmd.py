@@ -30,6 +30,8 @@ from clawsdk.store.store import Store
 @click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1, MAX_SAMPLES),
               help="Rollouts per task.")
 @click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it.")
+@click.option("--retry-unscored", is_flag=True, help="On a resume, run again the samples an earlier invocation "
+              "left unscored (the model server, sandbox or verifier failed), as a next attempt.")
 @click.option("--executor", "-x", default="local", show_default=True, help="Where rollouts run (local, ray).")
 @click.option("--executor-opt", "executor_opts", multiple=True, metavar="KEY=VALUE",
               help="Option for the executor (e.g. num_cpus=4).")
@@ -40,7 +42,7 @@ from clawsdk.store.store import Store
 @click.option("--watch", is_flag=True, help="Show the live terminal view while the run goes on (needs textual).")
 @friendly_errors
 def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root, samples, concurrency, retries,
-                run_id, executor, executor_opts, ray_address, db, as_json, watch):
+                run_id, retry_unscored, executor, executor_opts, ray_address, db, as_json, watch):
     """Run AGENT on every task in TASKS (folders, or SOURCE:PATH), SAMPLES times each.
 
     Tasks that cannot be read are reported, recorded and skipped; the others run.
@@ -80,7 +82,7 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
             run_id=run_id, db=db, retries=retries, task_errors=errors, on_rollout=on_rollout,
             handle_signals=True, executor="ray" if ray_address else executor,
             executor_options=parse_options(executor_opts, "--executor-opt")
-            | ({"address": ray_address} if ray_address else {}),
+            | ({"address": ray_address} if ray_address else {}), retry_unscored=retry_unscored,
         ))
         progress.update(bar, completed=result.skipped + len(result.outcomes))
     print_task_errors(result.task_errors[len(errors):])  # the runner's: tools no installed skill provides
@@ -150,6 +152,7 @@ def summarize(result: RunResult) -> dict:
         "db": str(result.db),
         "interrupted": result.interrupted,
         "resumed_skipped": result.skipped,
+        "retried_unscored": result.retried,
         "skipped_tasks": [{"path": e.path, "field": e.field, "message": e.message} for e in result.task_errors],
         "total": block(rows),
         "unscored": len(rows) - len(scored),
@@ -177,6 +180,8 @@ def print_summary(s: dict) -> None:
     console.print(f"endings: {kinds}" + (f"   (unscored: {s['unscored']})" if s["unscored"] else ""))
     if s["resumed_skipped"]:
         console.print(f"resumed: {s['resumed_skipped']} rollouts had finished before and were kept")
+    if s["retried_unscored"]:
+        console.print(f"retried: {s['retried_unscored']} rollouts an earlier invocation left unscored")
     if s["skipped_tasks"]:
         console.print(f"[yellow]{len(s['skipped_tasks'])} task(s) could not be read and were skipped[/yellow]")
     if s["interrupted"]:

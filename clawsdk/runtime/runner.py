@@ -70,6 +70,7 @@ class RunResult:
     db: Path
     outcomes: list[RolloutOutcome] = field(default_factory=list)
     skipped: int = 0  # finished before this invocation (resume)
+    retried: int = 0  # left unscored by an earlier invocation and run again (retry_unscored)
     task_errors: list[TaskFormatError] = field(default_factory=list)
     interrupted: bool = False
 
@@ -124,10 +125,13 @@ async def run(
     handle_signals: bool = False,
     executor: str | Executor = "local",
     executor_options: dict[str, Any] | None = None,
+    retry_unscored: bool = False,
 ) -> RunResult:
     """Run `samples` rollouts of every task and record them in the store at `db`.
 
-    `sandbox="auto"` is bwrap where bubblewrap works, else local (no isolation).
+    `sandbox="auto"` is bwrap where bubblewrap works, else local (no isolation). Rerunning a run id
+    resumes it: finished samples are kept; with `retry_unscored`, those that ended unscored (the model
+    server, the sandbox or the verifier failed) are run again, as a next attempt.
     """
     if samples < 1 or concurrency < 1:
         raise ValueError("samples and concurrency must be at least 1")
@@ -152,7 +156,7 @@ async def run(
 
     refuse_duplicate_ids(tasks)
     plan, attempts, before = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, recorded(agent_options),
-                                   result)
+                                   result, retry_unscored)
     # what the run covers is every invocation's tasks at the most samples asked: a report counts a task
     # that never started as missing, and a resume with more samples is reported with them
     run_tasks = {**(before.get("tasks") or {}), **{t.id: t.hash for t in tasks}}  # task id -> hash
@@ -367,19 +371,20 @@ def _refuse_conflict(store: Store, run_id: str, agent: str, sandbox: str, option
 def check_resume(store: Store, run_id: str, agent: str | Agent, sandbox: str,
                  agent_options: dict[str, Any] | None) -> None:
     """RunConflict now if `run(...)` would refuse to resume `run_id` with this agent, sandbox and options: for
-    callers that change the run's rows first (`bench run` requeues its unscored samples)."""
+    callers that write to the store first (`bench run` registers the benchmark run)."""
     the_agent = _load_agent(agent, agent_options or {})
     name = getattr(the_agent, "name", type(the_agent).__name__)
     _refuse_conflict(store, run_id, name, choose_sandbox(sandbox), recorded(agent_options))
 
 
 def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent: str, sandbox: str,
-          options: dict[str, Any], result: RunResult) -> tuple[list[tuple[Task, int]], dict[str, int], dict]:
+          options: dict[str, Any], result: RunResult,
+          retry_unscored: bool) -> tuple[list[tuple[Task, int]], dict[str, int], dict]:
     """What is left to do for this run id, the last attempt number of each rollout, and the config the
     run was started with ({} for a new run)."""
     with Store(db_path) as store:
         before = _refuse_conflict(store, run_id, agent, sandbox, options)
-        rows = store.query("SELECT id, task_id, task_hash, status, failure_kind, attempt FROM rollouts "
+        rows = store.query("SELECT id, task_id, task_hash, status, scored, attempt FROM rollouts "
                            "WHERE run_id = ?", [run_id])
     known = {r["id"]: r for r in rows}
     plan: list[tuple[Task, int]] = []
@@ -397,10 +402,13 @@ def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent
                     f"{task.hash[:12]}); choose a new --run-id to run the new version"
                 )
             attempts[rid] = row["attempt"]
-            if row["status"] == "finished":
-                result.skipped += 1
-            else:
+            if row["status"] != "finished":
                 plan.append((task, sample))
+            elif retry_unscored and not row["scored"]:
+                plan.append((task, sample))
+                result.retried += 1
+            else:
+                result.skipped += 1
     return plan, attempts, before
 
 

@@ -219,8 +219,8 @@ def make_group() -> click.Group:
         if as_json:
             click.echo(json.dumps(report, indent=2, default=str))
         else:
-            if br.requeued:
-                err_console.print(f"retried {br.requeued} sample(s) left unscored by an earlier invocation")
+            if br.result.retried:
+                err_console.print(f"retried {br.result.retried} sample(s) left unscored by an earlier invocation")
             render.terminal(report, console)
             console.print(f"report again: clawsdk bench report {br.result.run_id}"
                           + (f" --db {db}" if db else ""))

@@ -83,11 +83,34 @@ def test_partial_advice_for_a_plain_run_says_what_clawsdk_run_can_resume(tmp_pat
     with Store(db) as store:
         line = status_line(build_report(load_run(store, "r2")))
     assert "Resume with `clawsdk run" not in line
-    assert "resumes only samples not finished" in line and "does not retry the 1 unscored" in line
-    # what the advice says of bench run: it refuses this run id, so only a new one retries
+    assert "resumes samples not finished" in line and "add --retry-unscored to run the 1 unscored again" in line
+    # bench run refuses a run it did not create
     res = CliRunner().invoke(make_group(), ["run", str(tmp_path / "tasks"), "--agent", "oracle", "--sandbox",
                                             "local", "--run-id", "r2", "--db", str(db)])
     assert res.exit_code != 0 and "not a benchmark run" in res.output
+
+
+def test_a_plain_run_resumed_with_retry_unscored_runs_its_unscored_samples_again(tmp_path, db):
+    """What the PARTIAL advice says works: the unscored sample gets a next attempt, the scored one is kept."""
+    from clawsdk.cli import cli
+
+    up = tmp_path / "verifier-can-run"  # the verifier hangs (verifier_timeout: unscored) until this file exists
+    make_task(tmp_path / "tasks", "t-ok")
+    make_task(tmp_path / "tasks", "t-flaky", checks=[{"type": "command", "run": f"test -f {up} || sleep 30"}],
+              extra={"limits": {"verifier_timeout_s": 1}})
+    args = ["run", str(tmp_path / "tasks"), "--agent", "oracle", "--sandbox", "local", "--run-id", "r3",
+            "--db", str(db), "--retries", "0", "--json"]
+    first = json.loads(CliRunner().invoke(cli, args).stdout)
+    assert first["failure_kinds"] == {"ok": 1, "verifier_timeout": 1}
+    up.touch()
+    again = json.loads(CliRunner().invoke(cli, args).stdout)  # a plain resume keeps both
+    assert (again["resumed_skipped"], again["retried_unscored"], again["unscored"]) == (2, 0, 1)
+    retried = json.loads(CliRunner().invoke(cli, [*args, "--retry-unscored"]).stdout)
+    assert (retried["resumed_skipped"], retried["retried_unscored"], retried["unscored"]) == (1, 1, 0)
+    assert retried["total"]["passed"] == 2
+    with Store(db) as store:
+        (row,) = [r for r in store.rollouts("r3") if r["task_id"] == "t-flaky"]
+    assert row["attempt"] == 1  # the next attempt; the first one's events stay under attempt 0
 
 
 def test_two_ids_of_one_content_are_two_tasks_in_a_plain_runs_report(tmp_path):

@@ -83,7 +83,7 @@ def test_unscored_infrastructure_failures_are_excluded_and_the_run_stays_partial
         assert [a["attempt"] for a in attempts] == [1, 1]  # retried once by the runner
     agent.broken.clear()  # the backend is back: resuming retries the unscored samples only
     second = anyio.run(lambda: bench_run(_manifest(tasks, db), agent=agent, samples=2, db=db, run_id="b1"))
-    assert second.requeued == 2 and second.result.skipped == 6
+    assert second.result.retried == 2 and second.result.skipped == 6
     assert second.status == "complete"
     r = build_report(second.data)
     assert r["status"] == "complete" and r["unscored"] == 0 and r["overall"]["tasks_scored"] == 4
