@@ -330,6 +330,9 @@ def _bounded_loader(limit: int) -> type:
                     seen[key] = key_node.start_mark
             return super().construct_mapping(node, deep=deep)
 
+    # an unquoted `expected: 2024-01-05` is the text written, not a datetime.date: a date equals no
+    # answer the agent can write (JSON and text have none), and a check's `text:` refused it
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
     return Loader
 
 

@@ -18,7 +18,7 @@ from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
 from clawsdk.sandbox.paths import normalize_relative
 from clawsdk.verify.untouched import untouched_copy
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import ExecResult
@@ -369,9 +369,8 @@ class ChecksVerifier(Verifier):
             if c.score_from_stdout:
                 if result.exit_code != c.expect_exit:
                     return 0.0, f"exit {result.exit_code}: {result.stderr.strip()[-500:]}"
-                try:
-                    value = float(tail)
-                except ValueError:
+                value = read_score(tail)
+                if value is None:
                     return 0.0, f"last stdout line is not a score: {tail[:200]!r}"
                 if not 0 <= value <= 1:
                     return 0.0, f"score {value} outside [0, 1]"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,16 @@ if TYPE_CHECKING:
     from clawsdk.runtime.recorder import Recorder
     from clawsdk.sandbox.base import Sandbox
     from clawsdk.tasks.model import Task
+
+# ASCII decimals only: float() also reads "１" (U+FF11), "٠.٥", "0.5_0" and "nan", so a full-width
+# "１" scored 1.0 where an unreadable line scores 0
+_SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def read_score(text: str) -> float | None:
+    """The number a script printed as its score (ASCII decimal, spaces around it ignored); None otherwise."""
+    text = text.strip()
+    return float(text) if _SCORE.fullmatch(text) else None
 
 
 class SubScore(BaseModel):

@@ -38,7 +38,7 @@ from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import (Budget, ReadLimits, check_instruction, guarded, lexists, parse_json, read_text,
                                    read_tree)
 from clawsdk.verify.untouched import untouched_copy
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
 
 ENTRY_FILE = "data_entry.json"
 INPUT_DIR = "input_files"
@@ -457,11 +457,10 @@ def parse_score(stdout: str) -> tuple[float | None, str]:
     if not lines:
         return None, "reward.sh printed nothing on stdout"
     last = lines[-1]
-    try:
-        value = float(last)
-    except ValueError:
+    value = read_score(last)
+    if value is None:
         return None, f"the last line of reward.sh's output is not a number: {last[:200]!r}"
-    if math.isnan(value) or not 0.0 <= value <= 1.0:
+    if not 0.0 <= value <= 1.0:
         return None, f"reward.sh printed {value!r}, outside [0, 1]"
     return value, f"reward.sh printed {last}"
 
