@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -257,8 +258,8 @@ def select_command(db, as_json, show, **rules):
 @click.option(
     "--tokenizer",
     default=None,
-    help="SFT: count tokens exactly with this model's tokenizer (embedded, transformers:PATH or PATH) "
-    "instead of estimating 4 characters a token.",
+    help="SFT: count tokens exactly with this model's tokenizer (embedded, transformers:PATH, PATH or the "
+    "name of a model in the local Hugging Face cache) instead of estimating 4 characters a token.",
 )
 @_selection_options
 @db_option
@@ -327,7 +328,22 @@ def _load_tokenizer(spec: str):
     from clawsdk.train import resolve_weights
 
     path = resolve_weights(spec)
-    tok = AutoTokenizer.from_pretrained(path)
+    # a folder or a model already in the local Hugging Face cache (as docs/training.md names models):
+    # asking the hub for any other name retried for ~50 s on a machine without internet before failing.
+    # Only HF_HUB_OFFLINE=0, set explicitly, lets transformers fetch it.
+    online = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("0", "false", "no", "off")
+    try:
+        tok = AutoTokenizer.from_pretrained(path, local_files_only=not online)
+    except (OSError, ValueError):
+        if online or Path(path).is_dir():  # transformers' own message says what the folder lacks
+            raise
+        from huggingface_hub.constants import HF_HUB_CACHE
+
+        raise click.UsageError(
+            f"--tokenizer {spec}: {path!r} is neither a folder nor a model in the local Hugging Face cache "
+            f"({HF_HUB_CACHE}); pass a checkpoint folder (transformers:PATH or PATH), `embedded`, or the "
+            f"name of a model downloaded before (`hf download NAME`; HF_HUB_OFFLINE=0 lets this command fetch it)"
+        ) from None
     config = Path(path) / "config.json"
     if config.is_file():
         window = json.loads(config.read_text()).get("max_position_embeddings")
