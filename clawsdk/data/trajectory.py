@@ -16,7 +16,8 @@ from typing import Any
 
 from clawsdk.models import toolcalls
 
-__all__ = ["PromptStyle", "Trajectory", "new_call_id", "tool_listing", "trajectory_from_events"]
+__all__ = ["PromptStyle", "Trajectory", "new_call_id", "tool_calls_answered", "tool_listing",
+           "trajectory_from_events"]
 
 
 @dataclass
@@ -68,6 +69,29 @@ class Trajectory:
 def new_call_id(rollout_id: str, n: int) -> str:
     # deterministic, so the same rollout always exports to the same bytes
     return f"call_{rollout_id[-8:]}_{n}"
+
+
+def tool_calls_answered(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Each `tool_call` event, in order, with the payload of the `tool_result` answering it (None: none did).
+
+    A result names its call (`call`: the seq of the `tool_call` event): calls made concurrently (an
+    external agent over `clawsdk serve`) finish, and are recorded, in any order. Results recorded
+    before they named their call (older stores) answer the calls left, in order, as they always did."""
+    calls = [e for e in events if e["kind"] == "tool_call"]
+    by_seq = {e["seq"]: i for i, e in enumerate(calls) if e.get("seq") is not None}
+    answers: dict[int, dict[str, Any]] = {}
+    unnamed = []
+    for e in events:
+        if e["kind"] != "tool_result":
+            continue
+        i = by_seq.get(e["payload"].get("call"))
+        if i is None:
+            unnamed.append(e["payload"])
+        else:
+            answers.setdefault(i, e["payload"])
+    left = [i for i in range(len(calls)) if i not in answers]
+    answers.update(zip(left, unnamed))
+    return [(call, answers.get(i)) for i, call in enumerate(calls)]
 
 
 def _normalise_assistant(message: dict[str, Any]) -> dict[str, Any]:
@@ -203,10 +227,7 @@ def trajectory_from_events(
     from clawsdk.models.prompt import truncate_middle
 
     n = 0
-    results = iter(tool_results)
-    for e in events:
-        if e["kind"] != "tool_call":
-            continue
+    for e, result in tool_calls_answered(events):
         call_id = new_call_id(rid, n)
         n += 1
         p = e["payload"]
@@ -226,7 +247,6 @@ def trajectory_from_events(
                 ],
             }
         )
-        result = next(results, None)
         if result is None:
             break
         text = truncate_middle(result.get("content") or "", style.max_tool_output_chars)

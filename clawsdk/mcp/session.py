@@ -150,6 +150,42 @@ class ToolSession:
         self.finished.set()
         return ToolResult("finished")
 
+    async def _answer(self, name: str, args: dict[str, Any], problem: str | None) -> ToolResult:
+        """What the call answers: the tool's result, or an error result the agent can read."""
+        spec = self.specs.get(name)
+        if problem:
+            return ToolResult(f"the arguments of {name!r} {problem}; send a JSON object", is_error=True)
+        if spec is None:
+            return ToolResult(f"unknown tool {name!r}; available: {', '.join(self.specs)}", is_error=True)
+        # a little past the tool's own timeout, so a tool that honours it can report first
+        with anyio.move_on_after(self.limits.tool_timeout_s + 5) as scope:
+            try:
+                raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
+            except Exception as e:  # tool errors come back as results; an exception is a broken server
+                await self.recorder.record("error", {"kind": "sandbox_error", "message": f"{e}"})
+                raise SandboxError(f"tool server {spec.server!r} failed during {name}: "
+                                   f"{type(e).__name__}: {e}") from e
+        if scope.cancelled_caught:
+            return ToolResult(f"tool {name!r} did not answer within {self.limits.tool_timeout_s:g} s",
+                              is_error=True)
+        # a listed name that is not UTF-8 holds a lone surrogate: no model request could carry it
+        text = printable(_text_of(raw))
+        structured = printable_data(raw.structured_content)
+        if structured == {"result": text}:  # a plain-text tool: the text says it all
+            structured = None
+        return ToolResult(text, bool(raw.is_error), structured)
+
+    async def _record_result(self, call: int, name: str, result: ToolResult, started: float) -> None:
+        """The `tool_result` event; `call` is the seq of its `tool_call`, so that results of calls made
+        concurrently, which land in the order they finish, still pair with their calls."""
+        payload: dict[str, Any] = {"tool": name, "call": call, "is_error": result.is_error,
+                                   "content": result.text}
+        if result.structured is not None:
+            payload["structured"] = result.structured
+        ms = (time.perf_counter() - started) * 1000
+        with anyio.CancelScope(shield=True):  # a cancellation here would lose a result the call already has
+            await self.recorder.record("tool_result", payload, duration_ms=ms)
+
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool; unknown tools, bad arguments and timeouts come back as error results.
 
@@ -164,36 +200,18 @@ class ToolSession:
         problem = arguments_problem(args)
         if problem:  # recorded in outline (reprlib caps depth and length): it may not even encode
             args = {"unreadable": reprlib.repr(args)}
-        await self.recorder.record("tool_call", {"tool": name, "args": args})
+        call = await self.recorder.record("tool_call", {"tool": name, "args": args})
         started = time.perf_counter()
-        spec = self.specs.get(name)
-        if problem:
-            result = ToolResult(f"the arguments of {name!r} {problem}; send a JSON object", is_error=True)
-        elif spec is None:
-            result = ToolResult(f"unknown tool {name!r}; available: {', '.join(self.specs)}", is_error=True)
-        else:
-            # a little past the tool's own timeout, so a tool that honours it can report first
-            with anyio.move_on_after(self.limits.tool_timeout_s + 5) as scope:
-                try:
-                    raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
-                except Exception as e:  # tool errors come back as results; an exception is a broken server
-                    await self.recorder.record("error", {"kind": "sandbox_error", "message": f"{e}"})
-                    raise SandboxError(f"tool server {spec.server!r} failed during {name}: "
-                                       f"{type(e).__name__}: {e}") from e
-            if scope.cancelled_caught:
-                result = ToolResult(f"tool {name!r} did not answer within {self.limits.tool_timeout_s:g} s",
-                                    is_error=True)
-            else:
-                # a listed name that is not UTF-8 holds a lone surrogate: no model request could carry it
-                text = printable(_text_of(raw))
-                structured = printable_data(raw.structured_content)
-                if structured == {"result": text}:  # a plain-text tool: the text says it all
-                    structured = None
-                result = ToolResult(text, bool(raw.is_error), structured)
-        payload: dict[str, Any] = {"tool": name, "is_error": result.is_error, "content": result.text}
-        if result.structured is not None:
-            payload["structured"] = result.structured
-        await self.recorder.record("tool_result", payload, duration_ms=(time.perf_counter() - started) * 1000)
+        try:
+            result = await self._answer(name, args, problem)
+        except anyio.get_cancelled_exc_class():
+            # an external client gave up on the request, or the rollout is being cancelled: the call
+            # still gets its result, or the store keeps a call that never answered
+            cancelled = ToolResult(f"the call of {name!r} was cancelled before the tool answered",
+                                   is_error=True)
+            await self._record_result(call, name, cancelled, started)
+            raise
+        await self._record_result(call, name, result, started)
         failure = getattr(self.sandbox, "failure", None)
         if failure:
             raise SandboxError(f"the sandbox broke during {name}: {failure}")

@@ -10,8 +10,7 @@ as it is now. Where a result differs from the recorded one, a note says so.
 
 from __future__ import annotations
 
-from typing import Any
-
+from clawsdk.data.trajectory import tool_calls_answered
 from clawsdk.errors import AgentError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.runtime.agent import Agent, AgentContext
@@ -61,17 +60,11 @@ class ReplayAgent(Agent):
 
     async def run(self, ctx: AgentContext) -> None:
         row, events = self._source(ctx.task.id)
-        calls: list[dict[str, Any]] = []
-        results: list[dict[str, Any] | None] = []
-        for e in events:
-            if e["kind"] == "tool_call":
-                calls.append(e["payload"])
-                results.append(None)
-            elif e["kind"] == "tool_result" and results and results[-1] is None:
-                results[-1] = e["payload"]
+        calls = tool_calls_answered(events)
         await ctx.recorder.record("note", {"event": "replay", "rollout": row["id"], "attempt": events[0]["attempt"]
                                            if events else self.attempt, "tool_calls": len(calls)})
-        for i, (call, recorded) in enumerate(zip(calls, results)):
+        for i, (event, recorded) in enumerate(calls):
+            call = event["payload"]
             result = await ctx.tools.call(call["tool"], call.get("args") or {})
             if recorded is not None and (result.text != recorded.get("content")
                                          or result.is_error != recorded.get("is_error")):

@@ -374,7 +374,7 @@ def to_transcript(events: list[dict] | None, instruction: str | None = None) -> 
     if instruction:
         out.append(_message("user", [{"type": "text", "text": instruction}]))
     pending: list[tuple[str, str]] = []  # (id, name) announced by the last model response
-    awaiting: list[tuple[str, str]] = []  # calls made, waiting for their result
+    awaiting: list[tuple[Any, str, str]] = []  # (seq, id, name) of calls made, waiting for their result
     for i, e in enumerate(events or []):
         kind, p = e.get("kind"), e.get("payload") or {}
         if kind == "model_response":
@@ -394,17 +394,21 @@ def to_transcript(events: list[dict] | None, instruction: str | None = None) -> 
                 out.append(_message("assistant", content))
         elif kind == "tool_call":
             name = str(p.get("tool", ""))
+            seq = e.get("seq", i)
             if pending and pending[0][1] == name:
-                awaiting.append(pending.pop(0))
+                awaiting.append((seq, *pending.pop(0)))
             else:
-                cid = f"call_{e.get('seq', i)}"
+                cid = f"call_{seq}"
                 out.append(_message("assistant", [{"type": "toolCall", "id": cid, "name": name,
                                                    "arguments": p.get("args") or {}}]))
-                awaiting.append((cid, name))
+                awaiting.append((seq, cid, name))
         elif kind == "tool_result":
             name = str(p.get("tool", ""))
-            match = next((k for k, (_, n) in enumerate(awaiting) if n == name), None)
-            cid = awaiting.pop(match)[0] if match is not None else f"call_{e.get('seq', i)}"
+            # the call it names (concurrent calls answer in any order); a result recorded before results
+            # named their call answers the first call of its tool still waiting
+            own = [k for k, (seq, _, _) in enumerate(awaiting) if "call" in p and seq == p["call"]]
+            match = own[0] if own else next((k for k, (_, _, n) in enumerate(awaiting) if n == name), None)
+            cid = awaiting.pop(match)[1] if match is not None else f"call_{e.get('seq', i)}"
             out.append(_message("toolResult", [{"type": "text", "text": str(p.get("content", ""))}],
                                 toolCallId=cid, toolName=name, isError=bool(p.get("is_error"))))
     return out

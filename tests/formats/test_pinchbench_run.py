@@ -89,6 +89,21 @@ def test_transcript_shape_pairs_model_tool_calls_with_results():
     assert t[4]["message"]["toolCallId"] == t[3]["message"]["content"][0]["id"]
 
 
+def test_transcript_pairs_results_with_the_calls_they_name_whatever_order_they_finished_in():
+    events = [  # two calls of one tool, made concurrently (an external agent over `clawsdk serve`)
+        {"seq": 0, "kind": "tool_call", "payload": {"tool": "exec", "args": {"command": "sleep 1; echo A"}}},
+        {"seq": 1, "kind": "tool_call", "payload": {"tool": "exec", "args": {"command": "echo B"}}},
+        {"seq": 2, "kind": "tool_result", "payload": {"tool": "exec", "call": 1, "content": "B"}},
+        {"seq": 3, "kind": "tool_result", "payload": {"tool": "exec", "call": 0, "content": "A"}},
+    ]
+    t = to_transcript(events)
+    ids = {c["arguments"]["command"]: c["id"] for e in t if e["message"]["role"] == "assistant"
+           for c in e["message"]["content"]}
+    answers = {e["message"]["toolCallId"]: e["message"]["content"][0]["text"] for e in t
+               if e["message"]["role"] == "toolResult"}
+    assert answers == {ids["sleep 1; echo A"]: "A", ids["echo B"]: "B"}
+
+
 def test_hybrid_pinchbench_task_weights_grade_and_judge_by_its_grading_weights(tmp_path, db):
     task = _tasks()["task_03_sales_summary"]
     report = ("# Summary\n\nTotal revenue: $5,550. Total margin: $2,064.\nTop region: East\n"

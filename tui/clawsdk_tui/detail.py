@@ -93,7 +93,10 @@ class RolloutScreen(Screen):
         self.rollout: dict | None = None
         self.instruction: str | None = None
         self.n_events = 0
-        self._args: dict[str, dict] = {}  # the last call's arguments per tool, to type its result
+        # calls' arguments, to type their results: by seq (a result names its call) and the last per tool
+        # (results recorded before they named their call); the events on screen hold them anyway
+        self._args: dict[int, dict] = {}
+        self._last_args: dict[str, dict] = {}
         self._unfolded = False
 
     def compose(self) -> ComposeResult:
@@ -135,6 +138,7 @@ class RolloutScreen(Screen):
             events.remove_children()
             self.n_events = 0
             self._args.clear()
+            self._last_args.clear()
             if chunk.skipped:
                 new.append(
                     Static(f"… {chunk.skipped:,} earlier events not shown (a: load all)", id="earlier")
@@ -142,9 +146,14 @@ class RolloutScreen(Screen):
         if chunk is not None:
             for e in chunk.events:
                 p = e.get("payload") or {}
+                call_args = None
                 if e["kind"] == "tool_call":
-                    self._args[str(p.get("tool"))] = p.get("args") if isinstance(p.get("args"), dict) else {}
-                call_args = self._args.get(str(p.get("tool"))) if e["kind"] == "tool_result" else None
+                    args = p.get("args") if isinstance(p.get("args"), dict) else {}
+                    self._args[e["seq"]] = self._last_args[str(p.get("tool"))] = args
+                elif e["kind"] == "tool_result":
+                    call_args = self._args.get(p.get("call"))  # concurrent calls answer in any order
+                    if call_args is None:
+                        call_args = self._last_args.get(str(p.get("tool")))
                 new.append(EventItem(e, call_args))
             self.n_events += len(chunk.events)
         if update.verdict is not None:
