@@ -18,7 +18,7 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse, urlunparse
@@ -241,7 +241,7 @@ class ModelProxy:
         self.n_requests += 1
         request = {"messages": body.get("messages"), "tools": body.get("tools"),
                    "params": {k: body[k] for k in RECORDED_PARAMS if k in body}}
-        await recorder.record("model_request", request)
+        asked = await recorder.record("model_request", request)
         started = time.perf_counter()
         partial: dict[str, Any] = {}  # a streamed answer as far as it came
         answering = True  # False once the answer is whole: a disconnect after that is the client's goodbye
@@ -251,11 +251,16 @@ class ModelProxy:
             nonlocal answering
             answering = False
 
+        async def respond(payload: dict[str, Any]) -> None:
+            # `request` names the request this answers: a client may have several calls in flight
+            await recorder.record("model_response", {**payload, "request": asked},
+                                  duration_ms=(time.perf_counter() - started) * 1000)
+
         async def abandoned(why: str) -> None:
             payload: dict[str, Any] = {"error": why, "status": 499, "abandoned": True}
             if partial.get("content") or partial.get("tool_calls"):
                 payload["partial"] = partial
-            await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
+            await respond(payload)
 
         try:
             async with anyio.create_task_group() as tg:
@@ -268,7 +273,7 @@ class ModelProxy:
                         tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                await self._forward(body, recorder, send, started, partial, done)
+                await self._forward(body, send, respond, partial, done)
                 tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             if answering:  # the proxy is stopping (past SHUTDOWN_GRACE_S): the call ends unanswered
@@ -279,7 +284,7 @@ class ModelProxy:
             self._ended(failed=False)  # the upstream was answering; the client left
             await abandoned("the client closed the connection before the answer was complete")
 
-    async def _forward(self, body: dict[str, Any], recorder: Recorder, send: Callable, started: float,
+    async def _forward(self, body: dict[str, Any], send: Callable, respond: Callable[[dict], Awaitable[None]],
                        partial: dict[str, Any], done: Callable[[], None]) -> None:
         import httpx2
 
@@ -310,7 +315,7 @@ class ModelProxy:
                         payload = {"error": answer, "status": status}
                     done()
                     self._ended(failed=status >= 500)
-                    await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
+                    await respond(payload)
                     return await _json(send, status, answer)
                 async with client.stream("POST", f"{self.upstream}/chat/completions", content=data,
                                          headers=self._upstream_headers()) as r:
@@ -340,13 +345,12 @@ class ModelProxy:
                     for key in ("logprobs", "completion_token_ids", "prompt_token_ids"):
                         if meta.get(key):
                             payload[key] = meta[key]
-                    await recorder.record("model_response", payload, duration_ms=(time.perf_counter() - started) * 1000)
+                    await respond(payload)
         except httpx2.HTTPError as e:
             msg = self._redact(f"upstream {self.shown} failed: {type(e).__name__}: {e}")
             done()
             self._ended(failed=True)
-            await recorder.record("model_response", {"error": msg, "status": 502},
-                                  duration_ms=(time.perf_counter() - started) * 1000)
+            await respond({"error": msg, "status": 502})
             error = {"error": {"message": msg, "type": "upstream_error"}}
             if not started_answer:  # streamed or not, the client has had nothing yet: the same 502
                 await _json(send, 502, error)
