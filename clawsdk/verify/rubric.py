@@ -369,10 +369,13 @@ class RubricVerifier(Verifier):
         lines = []
         for e in await ctx.events():
             p = e.get("payload") or {}
+            # a result names its call by the call's seq: calls made at once answer in any order
             if e.get("kind") == "tool_call":
-                lines.append(f"-> {p.get('tool')} {json.dumps(p.get('args', {}), ensure_ascii=False)[:400]}")
+                args = json.dumps(p.get("args", {}), ensure_ascii=False)[:400]
+                lines.append(f"-> #{e.get('seq')} {p.get('tool')} {args}")
             elif e.get("kind") == "tool_result":
-                lines.append(f"<- {'ERROR ' if p.get('is_error') else ''}{str(p.get('content', ''))[:400]}")
+                of = f"#{p['call']} " if "call" in p else ""
+                lines.append(f"<- {of}{'ERROR ' if p.get('is_error') else ''}{str(p.get('content', ''))[:400]}")
             elif e.get("kind") == "model_response":
                 text = (p.get("message") or {}).get("content")
                 if text:

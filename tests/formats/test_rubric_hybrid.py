@@ -220,3 +220,25 @@ def test_a_file_name_that_is_not_utf8_is_judged_not_left_unscored(db):
         [o] = run_sync([task], agent=agent, db=db, retries=0).outcomes
     assert (o.kind.value, o.reward) == ("ok", pytest.approx(0.75)), o.error
     assert 'file "name\ufffd.txt"' in server.requests[0]["messages"][-1]["content"]
+
+
+def test_the_judges_transcript_says_which_call_each_result_answers():
+    """Calls made at once (an external agent over `clawsdk serve`) answer in the order they finish: the judge
+    read `<- output` lines by order, so a slow call's output read as the fast one's."""
+    import anyio
+
+    from clawsdk.verify.rubric import RubricVerifier
+
+    verifier = RubricVerifier(VerifierSpec(type="rubric", rules=RULES, include_transcript=True))
+    events = [{"kind": "tool_call", "seq": 3, "payload": {"tool": "exec", "args": {"command": "sleep 1; echo A"}}},
+              {"kind": "tool_call", "seq": 4, "payload": {"tool": "exec", "args": {"command": "echo B"}}},
+              {"kind": "tool_result", "seq": 5, "payload": {"tool": "exec", "call": 4, "content": "B"}},
+              {"kind": "tool_result", "seq": 6, "payload": {"tool": "exec", "call": 3, "content": "A"}}]
+
+    class Ctx:
+        async def events(self):
+            return events
+
+    lines = anyio.run(verifier._transcript, Ctx()).splitlines()
+    assert lines == ['-> #3 exec {"command": "sleep 1; echo A"}', '-> #4 exec {"command": "echo B"}', "<- #4 B",
+                     "<- #3 A"]
