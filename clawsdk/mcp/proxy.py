@@ -332,6 +332,8 @@ class ModelProxy:
                         while "\n" in buffer:
                             line, buffer = buffer.split("\n", 1)
                             _fold_sse_line(line.strip(), message, meta)
+                        if meta.get("finish_reason") or meta.get("done"):
+                            done()  # the answer is whole: a client that hangs up now (at [DONE]) has it all
                     _fold_sse_line(buffer.strip(), message, meta)
                     done()
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -369,6 +371,8 @@ def _fold_sse_line(line: str, message: dict[str, Any], meta: dict[str, Any]) -> 
     if not line.startswith("data:"):
         return
     data = line[5:].strip()
+    if data == "[DONE]":
+        meta["done"] = True
     if not data or data == "[DONE]":
         return
     try:

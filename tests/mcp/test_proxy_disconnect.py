@@ -105,3 +105,44 @@ def test_a_call_still_open_when_the_proxy_stops_is_cancelled_after_the_grace_and
     kinds = [e["kind"] for e in recorder.kept]
     assert kinds == ["model_request", "model_response"]
     assert recorder.kept[1]["payload"]["abandoned"]
+
+
+class DoneThenLinger:
+    """Streams an answer to its end ([DONE]), then keeps the connection open a while before closing it."""
+
+    async def __call__(self, scope, receive, send):
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        for delta, finish in (({"role": "assistant", "content": "all of it"}, None), ({}, "stop")):
+            chunk = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\n".encode(),
+                        "more_body": True})
+        await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
+        await anyio.sleep(2)
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_client_that_hangs_up_at_done_has_a_whole_answer_recorded_not_an_abandoned_one():
+    """SSE clients stop reading at [DONE] and may close at once, before the upstream ends its stream."""
+    recorder = Recorder(None, "r", keep=True)
+
+    async def main():
+        async with serving(DoneThenLinger()) as up:
+            proxy = ModelProxy(up + "/v1")
+            token = proxy.register(recorder)
+            async with serving(proxy) as url, httpx2.AsyncClient(timeout=30) as http:
+                async with http.stream("POST", url + "/v1/chat/completions", headers={"authorization": f"Bearer {token}"},
+                                       json={"model": "m", "stream": True,
+                                             "messages": [{"role": "user", "content": "hi"}]}) as r:
+                    async for line in r.aiter_lines():
+                        if line == "data: [DONE]":
+                            break
+                # the connection is closed here, with the upstream's stream still open
+                await anyio.sleep(3)
+
+    anyio.run(main)
+    (response,) = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
+    assert "abandoned" not in response
+    assert (response["message"]["content"], response["finish_reason"]) == ("all of it", "stop")
