@@ -334,6 +334,8 @@ class ModelProxy:
                             _fold_sse_line(line.strip(), message, meta)
                         if meta.get("finish_reason") or meta.get("done"):
                             done()  # the answer is whole: a client that hangs up now (at [DONE]) has it all
+                        if meta.get("done"):
+                            break  # nothing follows [DONE]; an upstream slow to close must not hold the call
                     _fold_sse_line(buffer.strip(), message, meta)
                     done()
                     await send({"type": "http.response.body", "body": b"", "more_body": False})

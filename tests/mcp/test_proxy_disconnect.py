@@ -121,6 +121,7 @@ class DoneThenLinger:
                         "more_body": True})
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
         await anyio.sleep(2)
+        self.closed_at = anyio.current_time()
         await send({"type": "http.response.body", "body": b""})
 
 
@@ -146,3 +147,26 @@ def test_a_client_that_hangs_up_at_done_has_a_whole_answer_recorded_not_an_aband
     (response,) = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
     assert "abandoned" not in response
     assert (response["message"]["content"], response["finish_reason"]) == ("all of it", "stop")
+
+
+def test_the_proxy_ends_the_answer_at_done_without_waiting_for_the_upstream_to_close():
+    recorder = Recorder(None, "r", keep=True)
+    upstream = DoneThenLinger()
+
+    async def main():
+        async with serving(upstream) as up:
+            proxy = ModelProxy(up + "/v1")
+            token = proxy.register(recorder)
+            async with serving(proxy) as url, httpx2.AsyncClient(timeout=30) as http:
+                async with http.stream("POST", url + "/v1/chat/completions", headers={"authorization": f"Bearer {token}"},
+                                       json={"model": "m", "stream": True,
+                                             "messages": [{"role": "user", "content": "hi"}]}) as r:
+                    lines = [line async for line in r.aiter_lines() if line]
+                ended = anyio.current_time()  # the proxy closed the stream
+                await anyio.sleep(2.5)
+                return lines, ended
+
+    lines, ended = anyio.run(main)
+    assert lines[-1] == "data: [DONE]" and ended < upstream.closed_at
+    (response,) = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
+    assert response["message"]["content"] == "all of it"
