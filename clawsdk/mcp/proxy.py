@@ -251,16 +251,22 @@ class ModelProxy:
             nonlocal answering
             answering = False
 
-        async def respond(payload: dict[str, Any]) -> None:
+        async def respond(payload: dict[str, Any], failed: bool | None) -> None:
+            """Records the answer; `failed`: whether the upstream failed it (None: it never finished)."""
+            # a request the recorder knows is not the agent's own (OpenClaw's recorder: one that does not
+            # carry the pending calls' turn, from a script with the token) cannot make the agent's exit the
+            # model server's failure
+            if failed is not None and getattr(recorder, "agents_own", lambda: True)():
+                self._ended(failed)
             # `request` names the request this answers: a client may have several calls in flight
             await recorder.record("model_response", {**payload, "request": asked},
                                   duration_ms=(time.perf_counter() - started) * 1000)
 
-        async def abandoned(why: str) -> None:
+        async def abandoned(why: str, failed: bool | None) -> None:
             payload: dict[str, Any] = {"error": why, "status": 499, "abandoned": True}
             if partial.get("content") or partial.get("tool_calls"):
                 payload["partial"] = partial
-            await respond(payload)
+            await respond(payload, failed)
 
         try:
             async with anyio.create_task_group() as tg:
@@ -278,11 +284,11 @@ class ModelProxy:
         except anyio.get_cancelled_exc_class():
             if answering:  # the proxy is stopping (past SHUTDOWN_GRACE_S): the call ends unanswered
                 with anyio.CancelScope(shield=True):
-                    await abandoned("the proxy stopped before the answer was complete")
+                    await abandoned("the proxy stopped before the answer was complete", None)
             raise
         if gone:
-            self._ended(failed=False)  # the upstream was answering; the client left
-            await abandoned("the client closed the connection before the answer was complete")
+            # the upstream was answering; the client left
+            await abandoned("the client closed the connection before the answer was complete", False)
 
     async def _forward(self, body: dict[str, Any], send: Callable, respond: Callable[[dict], Awaitable[None]],
                        partial: dict[str, Any], done: Callable[[], None]) -> None:
@@ -314,8 +320,7 @@ class ModelProxy:
                     if status >= 400:
                         payload = {"error": answer, "status": status}
                     done()
-                    self._ended(failed=status >= 500)
-                    await respond(payload)
+                    await respond(payload, status >= 500)
                     return await _json(send, status, answer)
                 async with client.stream("POST", f"{self.upstream}/chat/completions", content=data,
                                          headers=self._upstream_headers()) as r:
@@ -345,16 +350,15 @@ class ModelProxy:
                     if r.status_code >= 400:
                         payload = {"error": meta.get("error") or buffer[:2000], "status": r.status_code}
                     # streamed as not: a 5xx, or an error event the upstream sent in the stream
-                    self._ended(failed=r.status_code >= 500 or (r.status_code < 400 and "error" in meta))
+                    failed = r.status_code >= 500 or (r.status_code < 400 and "error" in meta)
                     for key in ("logprobs", "completion_token_ids", "prompt_token_ids"):
                         if meta.get(key):
                             payload[key] = meta[key]
-                    await respond(payload)
+                    await respond(payload, failed)
         except httpx2.HTTPError as e:
             msg = self._redact(f"upstream {self.shown} failed: {type(e).__name__}: {e}")
             done()
-            self._ended(failed=True)
-            await respond({"error": msg, "status": 502})
+            await respond({"error": msg, "status": 502}, True)
             error = {"error": {"message": msg, "type": "upstream_error"}}
             if not started_answer:  # streamed or not, the client has had nothing yet: the same 502
                 await _json(send, 502, error)

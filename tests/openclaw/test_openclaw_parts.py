@@ -190,3 +190,47 @@ def test_openclaw_failing_before_its_first_model_call_is_unscored(tmp_path, db, 
     (outcome,) = anyio.run(lambda: run([task], agent=agent, db=db, run_id="b1", sandbox="local", retries=0)).outcomes
     assert outcome.kind.value == "sandbox_error" and outcome.reward is None
     assert "OpenClaw failed before its first model call (exit 126)" in outcome.error
+
+
+def test_a_request_that_is_not_openclaws_own_cannot_make_its_exit_the_model_servers_failure():
+    """A script with the token could post a request the upstream fails (a 5xx), then kill OpenClaw: its non-zero
+    exit right after the model server "failed its last call" was an unscored model_error."""
+    import httpx2
+
+    from clawsdk.mcp.proxy import ModelProxy, serving
+    from tests.asgi import request_body
+
+    class Upstream:  # a tool call for the first request; 503 for any request whose last message says "fail"
+        async def __call__(self, scope, receive, send):
+            body = await request_body(scope, receive, send)
+            if body is None:
+                return
+            fail = json.loads(body)["messages"][-1]["content"] == "fail"
+            answer = {"error": {"message": "overloaded"}} if fail else {
+                "id": "c", "object": "chat.completion", "model": "m",
+                "choices": [{"index": 0, "message": tool_call(1, "exec", {"command": "ls"}),
+                             "finish_reason": "tool_calls"}]}
+            await send({"type": "http.response.start", "status": 503 if fail else 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    async def main():
+        async with serving(Upstream()) as up:
+            proxy = ModelProxy(up + "/v1")
+            token = proxy.register(ToolEventRecorder(Recorder(None, "r")))
+            async with serving(proxy) as url, httpx2.AsyncClient(timeout=30) as http:
+                async def ask(messages):
+                    r = await http.post(url + "/v1/chat/completions", headers={"authorization": f"Bearer {token}"},
+                                        json={"model": "m", "messages": messages})
+                    return r.status_code
+
+                go = [{"role": "user", "content": "go"}]
+                assert await ask(go) == 200  # OpenClaw's turn: an exec call, pending
+                assert await ask([{"role": "user", "content": "fail"}]) == 503  # not carrying the exec's turn
+                forged = proxy.last_failed
+                own = [*go, tool_call(1, "exec", {"command": "ls"}),
+                       {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"}, {"role": "user", "content": "fail"}]
+                assert await ask(own) == 503  # OpenClaw's own next request, failed by the upstream
+                return forged, proxy.last_failed
+
+    assert anyio.run(main) == (False, True)

@@ -63,6 +63,11 @@ class ToolEventRecorder:
         self.called_at = 0.0
         self.first_request_at: float | None = None
 
+    def agents_own(self) -> bool:
+        """Whether the request being answered (in this task) is OpenClaw's own: the proxy asks before it lets
+        an upstream failure count as the model server's (ModelProxy.last_failed)."""
+        return _ON_CHAIN.get()
+
     @property
     def n_tool_calls(self) -> int:
         return self.inner.n_tool_calls
