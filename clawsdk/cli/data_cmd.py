@@ -70,6 +70,11 @@ def _selection_options(fn: Callable) -> Callable:
             help="Drop trajectories repeating a kept one's tool calls on the same task.",
         ),
         click.option(
+            "--keep-truncated",
+            is_flag=True,
+            help="Keep rollouts with a model reply cut at its token limit (finish_reason length).",
+        ),
+        click.option(
             "--exclude-task",
             "exclude_tasks",
             multiple=True,
@@ -98,6 +103,7 @@ def _selection(
     per_task_cap,
     best_of,
     dedup,
+    keep_truncated,
     exclude_tasks,
     exclude_tasks_from,
 ):
@@ -132,6 +138,7 @@ def _selection(
         best_of=best_of,
         dedup=dedup,
         exclude_tasks=excluded,
+        keep_truncated=keep_truncated,
     )
 
 
@@ -278,11 +285,14 @@ def export_command(
     with Store(db) as store:
         if kind == "sft":
             result = select(store, selection)
+            _warn_unreadable(result.candidates)
             exp = export_sft(store, result, out, name=name, formats=formats, style=style, max_length=max_length,
                              tokenizer=_load_tokenizer(tokenizer) if tokenizer else None)
         elif kind == "preference":
             pool = selection.__class__(**{**selection.to_dict(), "min_reward": None, "failure_kinds": []})
-            cands = [c for c in load_candidates(store, pool) if not c.reason]
+            loaded = load_candidates(store, pool)
+            _warn_unreadable(loaded)
+            cands = [c for c in loaded if not c.reason]
             if selection.exclude_tasks:
                 cands = [
                     c
@@ -317,6 +327,15 @@ def export_command(
     elif exp.kind == "sft":
         console.print(f"[dim]the longest conversation is {exp.longest} tokens ({exp.length_basis}), within "
                       f"max_length={exp.max_length}[/dim]")
+
+
+def _warn_unreadable(candidates) -> None:
+    """Rollouts left out because they could not be read are not a rule the user chose: say so."""
+    bad = [c.reason.removeprefix("unreadable: ") for c in candidates if c.reason.startswith("unreadable:")]
+    if bad:
+        more = f"; and {len(bad) - 3} more (`clawsdk data select --show dropped`)" if len(bad) > 3 else ""
+        console.print(f"[yellow]warning:[/yellow] {len(bad)} rollout(s) could not be read and are left out: "
+                      f"{escape('; '.join(bad[:3]))}{more}")
 
 
 def _load_tokenizer(spec: str):

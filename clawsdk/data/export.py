@@ -27,7 +27,7 @@ from typing import Any
 
 from clawsdk.data import lineage
 from clawsdk.data.select import Candidate, SelectionResult
-from clawsdk.data.trajectory import PromptStyle, tool_listing
+from clawsdk.data.trajectory import PromptStyle, Trajectory, tool_listing
 from clawsdk.models import toolcalls
 
 __all__ = [
@@ -287,7 +287,8 @@ def export_sft(
         lineage_rows=lin,
         formats=formats,
         selection=result.selection.to_dict(),
-        extra={"style": style, "max_length": max_length, "too_long": sum(n > max_length for n in lengths)},
+        extra={"style": style, "max_length": max_length, "too_long": sum(n > max_length for n in lengths),
+               "dropped": result.reasons()},
     )
     exp.too_long = sum(n > max_length for n in lengths)
     exp.longest = max(lengths)
@@ -324,7 +325,8 @@ def export_preferences(
     selection: dict | None = None,
 ) -> Export:
     """Chosen/rejected pairs from the same task: the best trajectory (reward >= min_chosen) against the
-    worst ones that scored at least `margin` lower. Both share the prompt (system + user turn)."""
+    worst ones that scored at least `margin` lower. Both share the prompt (system + user turn) and the
+    tools: rollouts the model was shown differently (other agents) are not paired."""
     _check(formats, style)
     by_task: dict[str, list[Candidate]] = defaultdict(list)
     for c in candidates:
@@ -336,22 +338,28 @@ def export_preferences(
         ):
             by_task[c.rollout["task_hash"]].append(c)
     rows, lin = [], []
-    with_chosen = 0
+    with_chosen = apart = 0
     for task_hash, group in by_task.items():
         group.sort(key=lambda c: (-c.reward, c.trajectory.n_assistant_turns, c.tokens))
-        best = group[0]
-        if best.reward < min_chosen:
+        if group[0].reward < min_chosen:
             continue
         with_chosen += 1
-        losers = [c for c in reversed(group) if c.reward <= best.reward - margin]
-        for c in losers[:pairs_per_task]:
+        # a row has one prompt and one tool list: a rejected answer given to another prompt, or calling
+        # tools the row does not offer, would teach the model about a conversation it never sees
+        shown: dict[str, list[Candidate]] = defaultdict(list)
+        for c in group:  # each keeps the order of `group`, the best first
+            shown[_prompt_key(c.trajectory)].append(c)
+        pairs = [(g[0], c) for g in shown.values() if g[0].reward >= min_chosen
+                 for c in reversed(g) if c.reward <= g[0].reward - margin]
+        if not pairs and group[-1].reward <= group[0].reward - margin:
+            apart += 1
+        for best, c in pairs[:pairs_per_task]:
             chosen, tools = _styled(best.trajectory.messages, best.trajectory.tools, style)
             rejected, _ = _styled(c.trajectory.messages, c.trajectory.tools, style)
-            n_prompt = next(i for i, m in enumerate(chosen) if m["role"] == "assistant")
             row = {
-                "prompt": chosen[:n_prompt],
-                "chosen": chosen[n_prompt:],
-                "rejected": rejected[next(i for i, m in enumerate(rejected) if m["role"] == "assistant") :],
+                "prompt": chosen[: _n_prompt(chosen)],
+                "chosen": chosen[_n_prompt(chosen) :],
+                "rejected": rejected[_n_prompt(rejected) :],
                 "task_id": best.rollout["task_id"],
                 "task_hash": task_hash,
                 "chosen_rollout_id": best.rollout["id"],
@@ -368,7 +376,7 @@ def export_preferences(
                 (i, "rejected", c.rollout["id"], c.rollout["attempt"], task_hash),
             ]
     if not rows:
-        raise EmptyExport(_no_pairs(candidates, by_task, with_chosen, min_chosen, margin))
+        raise EmptyExport(_no_pairs(candidates, by_task, with_chosen, apart, min_chosen, margin))
     return _finish(
         store,
         name=name,
@@ -382,7 +390,17 @@ def export_preferences(
     )
 
 
-def _no_pairs(candidates: list[Candidate], by_task: dict[str, list[Candidate]], with_chosen: int,
+def _n_prompt(messages: list[dict]) -> int:
+    """How many messages come before the first assistant turn: the prompt."""
+    return next(i for i, m in enumerate(messages) if m["role"] == "assistant")
+
+
+def _prompt_key(t: Trajectory) -> str:
+    """What the model was shown before its first turn: the prompt messages and the tools."""
+    return json.dumps([t.messages[: _n_prompt(t.messages)], t.tools], sort_keys=True, ensure_ascii=False)
+
+
+def _no_pairs(candidates: list[Candidate], by_task: dict[str, list[Candidate]], with_chosen: int, apart: int,
               min_chosen: float, margin: float) -> str:
     """Which rule left no preference pair, with the counts behind it."""
     if not candidates:
@@ -395,6 +413,11 @@ def _no_pairs(candidates: list[Candidate], by_task: dict[str, list[Candidate]], 
         best = max(c.reward for group in by_task.values() for c in group)
         return (f"no preference pairs: no task had a rollout scoring at least --min-chosen {min_chosen} "
                 f"({n_tasks} tasks; the best reward was {best:.2f})")
+    if apart:
+        return (f"no preference pairs: in {apart} of {n_tasks} tasks the passing and the failing rollouts "
+                f"(at least --margin {margin} lower) were made with different prompts or tools (by different "
+                f"agents), and a pair needs one prompt and one tool list for both: run more samples of one "
+                f"agent, so that it has both a passing and a failing rollout")
     single = sum(1 for g in by_task.values() if len(g) == 1)
     return (f"no preference pairs: no task had both a passing (reward >= {min_chosen}) and a failing rollout "
             f"(at least --margin {margin} lower): {with_chosen} of {n_tasks} tasks had a passing rollout, and "

@@ -32,6 +32,7 @@ class Selection:
     best_of: int | None = None  # per task, the best k (by reward, then fewer turns, then shorter)
     dedup: bool = True  # drop a trajectory whose tool calls repeat a kept one of the same task
     exclude_tasks: list[str] = field(default_factory=list)  # task ids or hashes never to use (held-out sets)
+    keep_truncated: bool = False  # keep rollouts with a model reply cut at its token limit
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,7 +92,9 @@ def _estimate_tokens(t: Trajectory) -> int:
 
 
 def load_candidates(store: Any, selection: Selection, style: PromptStyle | None = None) -> list[Candidate]:
-    """Every finished rollout of the chosen runs, with its conversation rebuilt."""
+    """Every finished rollout of the chosen runs, with its conversation rebuilt. One that cannot be
+    rebuilt (`unreadable: ...`) or has a reply cut at its token limit (`truncated: ...`, unless
+    `selection.keep_truncated`) comes back already dropped, with its reason."""
     sql = (
         "SELECT o.*, t.instruction FROM rollouts o LEFT JOIN tasks t ON t.hash = o.task_hash "
         "WHERE o.status = 'finished'"
@@ -121,19 +124,43 @@ def load_candidates(store: Any, selection: Selection, style: PromptStyle | None 
             # and the tool-call replay would put words in a model's mouth
             out.append(Candidate(row, None, row["reward"], reason="no_reply: no model reply recorded"))
             continue
-        if "model_request" not in kinds:
-            if row["task_hash"] not in tasks:
-                tasks[row["task_hash"]] = store.task(row["task_hash"])
-            task = tasks[row["task_hash"]]
-            if task is None:
-                out.append(Candidate(row, None, row["reward"], reason="task: not in the store"))
-                continue
-            listing = tool_listing(task)
-        traj = trajectory_from_events(
-            row, events, listing=listing, style=style, instruction=row["instruction"]
-        )
-        out.append(Candidate(row, traj, row["reward"], tokens=_estimate_tokens(traj)))
+        try:
+            if "model_request" not in kinds:
+                if row["task_hash"] not in tasks:
+                    tasks[row["task_hash"]] = store.task(row["task_hash"])
+                task = tasks[row["task_hash"]]
+                if task is None:
+                    out.append(Candidate(row, None, row["reward"], reason="task: not in the store"))
+                    continue
+                listing = tool_listing(task)
+            traj = trajectory_from_events(
+                row, events, listing=listing, style=style, instruction=row["instruction"]
+            )
+            tokens = _estimate_tokens(traj)
+            cut = "" if selection.keep_truncated else _truncated(events)
+        except Exception as e:
+            # one oddly recorded rollout, or a skill not installed here, must not stop the others
+            out.append(Candidate(row, None, row["reward"], reason=f"unreadable: {_why(e, row['id'])}"))
+            continue
+        out.append(Candidate(row, traj, row["reward"], tokens=tokens, reason=cut))
     return out
+
+
+def _why(e: Exception, rollout_id: str) -> str:
+    """What went wrong, naming the rollout (clawsdk's own messages already do)."""
+    text = str(e)
+    return text if rollout_id in text else f"rollout {rollout_id}: {type(e).__name__}: {text}"
+
+
+def _truncated(events: list[dict[str, Any]]) -> str:
+    """The drop reason when a model reply was cut at its token limit, else "": the conversation would
+    teach that a half-written answer (or tool call) ends a turn."""
+    replies = [e["payload"] for e in events if e["kind"] == "model_response"]
+    cut = [i for i, p in enumerate(replies, 1) if p.get("finish_reason") == "length"]
+    if not cut:
+        return ""
+    return (f"truncated: model reply {cut[0]} of {len(replies)} was cut at its token limit "
+            f"(finish_reason length)")
 
 
 def _rank(c: Candidate) -> tuple:
