@@ -1,11 +1,12 @@
 """A rollout in the store -> the conversation a model should learn from (OpenAI-shaped messages + tools).
 
-Rollouts of a model agent (tool-loop) carry model_request/model_response events: the conversation
-is the last request's messages plus the last answer. Rollouts of the oracle, scripted, replay or
-harness agents carry only tool_call/tool_result events: the conversation is rebuilt the way the
-tool-loop agent would have held it (its system prompt, the task's tools plus `finish`, one tool
-call per assistant turn, results as tool messages, a closing `finish` call), so reference
-solutions are training data in the very format the agent prompts with.
+Rollouts of a model agent (tool-loop, or a black-box agent through the recording proxy) carry
+model_request/model_response events: the conversation is the messages of the request the last reply
+answers, plus that reply, in the shape a chat dataset carries (`_message`). Rollouts of the oracle,
+scripted, replay or harness agents carry only tool_call/tool_result events: the conversation is
+rebuilt the way the tool-loop agent would have held it (its system prompt, the task's tools plus
+`finish`, one tool call per assistant turn, results as tool messages, a closing `finish` call), so
+reference solutions are training data in the very format the agent prompts with.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawsdk.models import toolcalls
+from clawsdk.models.completion import _content
 
 __all__ = ["PromptStyle", "Trajectory", "new_call_id", "tool_calls_answered", "tool_listing",
            "trajectory_from_events"]
@@ -94,6 +96,32 @@ def tool_calls_answered(events: list[dict[str, Any]]) -> list[tuple[dict[str, An
     return [(call, answers.get(i)) for i, call in enumerate(calls)]
 
 
+def _text(content: Any, where: str) -> str | None:
+    """Content as text: parts (as OpenAI-SDK agents send them) flattened the way answers are read.
+    A part that is not text (an image) has no text to train on: ValueError, so selection drops the
+    rollout saying why."""
+    if isinstance(content, list):
+        for j, part in enumerate(content):
+            kind = part.get("type", "text") if isinstance(part, dict) else type(part).__name__
+            if kind != "text":
+                raise ValueError(f"{where}[{j}] is a {kind!r} part, not text: nothing to train on as text")
+    return _content(content, where)
+
+
+def _message(message: dict[str, Any], where: str) -> dict[str, Any]:
+    """A recorded message with the roles and fields a chat dataset has: `developer` is `system`, a
+    legacy `function_call` is a tool call and a `function` message its result, and an assistant turn
+    with only a refusal says the refusal (what the model said)."""
+    role = {"developer": "system", "function": "tool"}.get(message.get("role"), message.get("role"))
+    out = {**message, "role": role, "content": _text(message.get("content"), f"{where}.content")}
+    if role == "assistant":
+        if not out.get("tool_calls") and isinstance(message.get("function_call"), dict):
+            out["tool_calls"] = [{"id": None, "type": "function", "function": message["function_call"]}]
+        if not out["content"] and not out.get("tool_calls") and isinstance(message.get("refusal"), str):
+            out["content"] = message["refusal"]
+    return out
+
+
 def _normalise_assistant(message: dict[str, Any]) -> dict[str, Any]:
     """The assistant message as the tool-loop agent keeps it: text calls moved into tool_calls."""
     calls = list(message.get("tool_calls") or [])
@@ -120,17 +148,40 @@ def _canonical_calls(message: dict[str, Any], rollout_id: str, start: int) -> di
     for i, c in enumerate(message["tool_calls"]):
         fn = c.get("function", c)
         args = toolcalls.arguments_of(c)
+        # JSON is written out again (a JSON string too: "\"hi\"" is not the text hi); only arguments
+        # that are not JSON at all (a call cut short) come back as the very text, and stay as written
+        not_json = isinstance(args, str) and args == fn.get("arguments")
         calls.append(
             {
                 "id": new_call_id(rollout_id, start + i),
                 "type": "function",
                 "function": {
                     "name": fn["name"],
-                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                    "arguments": args if not_json else json.dumps(args, ensure_ascii=False),
                 },
             }
         )
     return {**message, "tool_calls": calls}
+
+
+def _answered(events: list[dict[str, Any]], rid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The last model reply (a response with a `message`: an error answer or an abandoned stream has
+    none) and the payload of the request it answers."""
+    replies = [i for i, e in enumerate(events)
+               if e["kind"] == "model_response" and isinstance(e["payload"].get("message"), dict)]
+    if not replies:
+        raise ValueError(f"rollout {rid} has no model reply recorded (its model call failed): "
+                         f"no conversation to rebuild")
+    reply = events[replies[-1]]["payload"]
+    # a reply names its request (`request`: its seq) where a client may have several calls in flight;
+    # one that does not (older stores, the tool-loop agent, which calls one at a time) answers the last
+    # request before it
+    asked = [e for e in events[:replies[-1]] if e["kind"] == "model_request"]
+    if reply.get("request") is not None:
+        asked = [e for e in asked if e.get("seq") == reply["request"]] or asked
+    if not asked:
+        raise ValueError(f"rollout {rid}: its last model reply answers no recorded request")
+    return reply, asked[-1]["payload"]
 
 
 def _strip(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -166,7 +217,6 @@ def trajectory_from_events(
         1 for e in events if e["kind"] == "error" and e["payload"].get("kind") == "malformed_tool_call"
     )
     requests = [e for e in events if e["kind"] == "model_request"]
-    responses = [e for e in events if e["kind"] == "model_response"]
     base = dict(
         rollout_id=rid,
         attempt=rollout.get("attempt", 0),
@@ -175,39 +225,45 @@ def trajectory_from_events(
         n_tool_calls=n_calls,
         n_tool_errors=n_errors,
     )
-    if requests and responses:
-        # the request the last reply answered: a later one whose call failed (model_error) has none
-        answered = max(i for i, e in enumerate(events) if e["kind"] == "model_response")
-        last_req = [e for e in events[:answered] if e["kind"] == "model_request"][-1]["payload"]
-        messages = [dict(m) for m in last_req["messages"]]
-        final = responses[-1]["payload"]["message"]
-        messages.append(_normalise_assistant(final))
+    if requests:
+        reply, asked = _answered(events, rid)
+        messages = [_message(m, f"rollout {rid}: messages[{i}]") for i, m in enumerate(asked["messages"])]
+        # the reply is the assistant's turn, whatever role (if any) its server wrote
+        final = _message({**reply["message"], "role": "assistant"}, f"rollout {rid}: the last reply")
+        # only the tool-loop agent calls tools in text; another agent's prose that quotes a call
+        # (`<tool_call>...`) did not make one
+        messages.append(_normalise_assistant(final) if rollout.get("agent") == "tool-loop" else final)
         n = 0
         canon = []
-        for m in messages:
+        pending: list[tuple[Any, str]] = []  # (recorded id, exported id) of the last turn's unanswered calls
+        for i, m in enumerate(messages):
             if m["role"] == "assistant":
+                if not (m.get("content") or "").strip() and not m.get("tool_calls"):
+                    raise ValueError(f"rollout {rid}: messages[{i}] is an assistant turn with no content and "
+                                     f"no tool calls: nothing to train on")
+                recorded = [c.get("id") for c in m.get("tool_calls") or []]
                 m = _canonical_calls(m, rid, n)
-                n += len(m.get("tool_calls") or [])
-            canon.append(m)
-        # tool messages point at the ids their calls now have
-        pending: list[str] = []
-        for m in canon:
-            if m["role"] == "assistant":
-                pending = [c["id"] for c in m.get("tool_calls") or []]
+                pending = list(zip(recorded, [c["id"] for c in m.get("tool_calls") or []]))
+                n += len(pending)
             elif m["role"] == "tool" and pending:
-                m["tool_call_id"] = pending.pop(0)
-        tokens = sum((r["payload"].get("usage") or {}).get("completion_tokens") or 0 for r in responses)
+                # the call whose id it names (OpenAI pairs by id: results may come in any order); by
+                # position where ids are missing or repeat
+                match = next((p for p in pending if p[0] == m.get("tool_call_id")), pending[0])
+                pending.remove(match)
+                m = {**m, "tool_call_id": match[1]}
+            canon.append(m)
+        responses = [e for e in events if e["kind"] == "model_response"]
+        # what a server (or a client of the proxy) reported: a count that is not an int counts as none
+        counts = [(r["payload"].get("usage") or {}).get("completion_tokens") for r in responses]
+        tokens = sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
         return Trajectory(
             messages=_strip(canon),
-            tools=list(last_req.get("tools") or []),
+            tools=list(asked.get("tools") or []),
             source="model",
             n_assistant_turns=sum(1 for m in canon if m["role"] == "assistant"),
             completion_tokens=tokens,
             **base,
         )
-    if requests:
-        raise ValueError(f"rollout {rid} has no model reply recorded (its model call failed): "
-                         f"no conversation to rebuild")
     if listing is None:
         raise ValueError(f"rollout {rid} has no model events: pass the task's tool listing to rebuild it")
     tools, instructions = listing
