@@ -25,6 +25,9 @@ EVENT_KINDS = (
 )
 _KINDS = frozenset(EVENT_KINDS)
 
+#: payload fields that name another event of the attempt by its seq
+LINKS = {"tool_result": "call", "model_response": "request"}
+
 
 class Recorder:
     """Numbers the events of one rollout attempt and hands them to the store writer.
@@ -41,6 +44,7 @@ class Recorder:
         self.n_model_calls = 0
         self.keep = keep or writer is None
         self.kept: list[dict] = []
+        self.remote_seqs: dict[int, int] = {}  # record_rows: the seq an event had where it was recorded -> here
 
     def _number(self, kind: str, ts: str, duration_ms: float | None, payload: dict | None,
                 raw: str | None) -> tuple:
@@ -71,11 +75,25 @@ class Recorder:
         """Events recorded elsewhere (store rows from a Ray worker's recorder), as one batch.
 
         They keep their timestamps, durations and payloads; this recorder numbers them after its own,
-        in the order given.
+        in the order given, and the seqs their payloads name (LINKS) follow.
         """
-        out = [self._number(kind, ts, ms, None, raw) for _rid, _attempt, _seq, kind, ts, ms, raw in rows]
+        out = []
+        for _rid, _attempt, seq, kind, ts, ms, raw in rows:
+            self.remote_seqs[seq] = self.seq
+            out.append(self._number(kind, ts, ms, None, self._relinked(kind, raw)))
         if out and self.writer is not None:
             await self.writer.events(out)
+
+    def _relinked(self, kind: str, raw: str | None) -> str | None:
+        """`raw` with the seq it names (a result's call, a reply's request) as this recorder numbered it."""
+        key = LINKS.get(kind)
+        if key is None or raw is None:
+            return raw
+        payload = json.loads(raw)
+        seq = payload.get(key) if isinstance(payload, dict) else None
+        if not isinstance(seq, int) or self.remote_seqs.get(seq, seq) == seq:
+            return raw
+        return dumps({**payload, key: self.remote_seqs[seq]})
 
     def transcript(self) -> list[dict]:
         """The events kept in memory (when `keep` is on)."""

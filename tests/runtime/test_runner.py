@@ -184,3 +184,33 @@ def test_the_end_of_the_agents_turn_is_not_on_the_verifiers_clock(tmp_path, db, 
     tasks = tasks_in(make_task(tmp_path, extra={"limits": {"verifier_timeout_s": 1}}))
     [o] = run_sync(tasks, agent="oracle", sandbox="local", db=db, retries=0).outcomes
     assert (o.kind.value, o.reward) == ("ok", 1.0), o
+
+
+def test_events_recorded_elsewhere_keep_the_links_between_them_when_renumbered():
+    """A Ray worker numbers its events from 0; the driver's recorder numbers them after its own, so the seq a
+    result names as its call (and a reply as its request) must follow, or results pair with the wrong call."""
+    import json
+
+    import anyio
+
+    from clawsdk.runtime.recorder import Recorder
+
+    async def main():
+        worker = Recorder(None, "r", keep=True)
+        call = await worker.record("tool_call", {"tool": "exec", "args": {}})
+        asked = await worker.record("model_request", {"messages": []})
+        await worker.record("tool_result", {"tool": "exec", "call": call, "content": "out"})
+        await worker.record("model_response", {"message": {"role": "assistant", "content": "x"}, "request": asked})
+        rows = [("r", 0, e["seq"], e["kind"], e["ts"], e["duration_ms"], json.dumps(e["payload"]))
+                for e in worker.kept]
+        driver = Recorder(None, "r", keep=True)
+        await driver.record("note", {"event": "the driver's own, first"})
+        await driver.record_rows(rows)
+        return driver.kept
+
+    kept = anyio.run(main)
+    by_seq = {e["seq"]: e for e in kept}
+    result = next(e for e in kept if e["kind"] == "tool_result")
+    reply = next(e for e in kept if e["kind"] == "model_response")
+    assert by_seq[result["payload"]["call"]]["kind"] == "tool_call"
+    assert by_seq[reply["payload"]["request"]]["kind"] == "model_request"
