@@ -243,16 +243,11 @@ class ModelProxy:
                    "params": {k: body[k] for k in RECORDED_PARAMS if k in body}}
         asked = await recorder.record("model_request", request)
         started = time.perf_counter()
-        partial: dict[str, Any] = {}  # a streamed answer as far as it came
-        answering = True  # False once the answer is whole: a disconnect after that is the client's goodbye
-        gone = False
-
-        def done() -> None:
-            nonlocal answering
-            answering = False
+        call = _Call()
 
         async def respond(payload: dict[str, Any], failed: bool | None) -> None:
-            """Records the answer; `failed`: whether the upstream failed it (None: it never finished)."""
+            """Records the answer; `failed`: whether the upstream failed it (None: not known)."""
+            call.recorded = True
             # a request the recorder knows is not the agent's own (OpenClaw's recorder: one that does not
             # carry the pending calls' turn, from a script with the token) cannot make the agent's exit the
             # model server's failure
@@ -262,43 +257,47 @@ class ModelProxy:
             await recorder.record("model_response", {**payload, "request": asked},
                                   duration_ms=(time.perf_counter() - started) * 1000)
 
-        async def abandoned(why: str, failed: bool | None) -> None:
+        async def cut_short(why: str, failed: bool | None) -> None:
+            if not call.answering:  # whole (its finish reason came), but the upstream never ended its stream
+                await respond(call.streamed(), failed)
+                return
             payload: dict[str, Any] = {"error": why, "status": 499, "abandoned": True}
-            if partial.get("content") or partial.get("tool_calls"):
-                payload["partial"] = partial
+            if call.message.get("content") or call.message.get("tool_calls"):
+                payload["partial"] = call.message
             await respond(payload, failed)
 
+        gone = False
         try:
             async with anyio.create_task_group() as tg:
                 async def watch() -> None:
                     nonlocal gone
                     while (await receive())["type"] != "http.disconnect":
                         pass
-                    if answering:
+                    if call.answering:
                         gone = True
                         tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                await self._forward(body, send, respond, partial, done)
+                await self._forward(body, send, respond, call)
                 tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
-            if answering:  # the proxy is stopping (past SHUTDOWN_GRACE_S): the call ends unanswered
+            if not call.recorded:  # the proxy is stopping (past SHUTDOWN_GRACE_S) with the call open
                 with anyio.CancelScope(shield=True):
-                    await abandoned("the proxy stopped before the answer was complete", None)
+                    await cut_short("the proxy stopped before the answer was complete", None)
             raise
         if gone:
-            # the upstream was answering; the client left
-            await abandoned("the client closed the connection before the answer was complete", False)
+            # the client gave up: on an upstream that had not begun to answer (hung, or too slow for it),
+            # that is the model server's failure; on an answer under way, the client's own doing
+            await cut_short("the client closed the connection before the answer was complete", not call.began)
 
-    async def _forward(self, body: dict[str, Any], send: Callable, respond: Callable[[dict], Awaitable[None]],
-                       partial: dict[str, Any], done: Callable[[], None]) -> None:
+    async def _forward(self, body: dict[str, Any], send: Callable, respond: Callable[..., Awaitable[None]],
+                       call: _Call) -> None:
         import httpx2
 
         stream = bool(body.get("stream"))
         # ASCII JSON: a "\udcff" the agent's harness sent loads as a lone surrogate, which no UTF-8 encoder
         # takes; httpx's own encoding raised, and the agent got a 500 for its own request
         data = json.dumps(body).encode()
-        started_answer = False  # whether the client has the response's status line (a stream under way)
         buffer = ""  # a streamed answer's unfinished line
         try:
             async with httpx2.AsyncClient(timeout=self.timeout_s) as client:
@@ -319,7 +318,7 @@ class ModelProxy:
                             answer, status = _bad_upstream(str(e), r.content), 502
                     if status >= 400:
                         payload = {"error": answer, "status": status}
-                    done()
+                    call.answering = False
                     await respond(payload, status >= 500)
                     return await _json(send, status, answer)
                 async with client.stream("POST", f"{self.upstream}/chat/completions", content=data,
@@ -327,45 +326,60 @@ class ModelProxy:
                     await send({"type": "http.response.start", "status": r.status_code,
                                 "headers": [(b"content-type", r.headers.get("content-type", "text/event-stream").encode()),
                                             (b"cache-control", b"no-cache")]})
-                    started_answer = True
-                    message = partial
-                    message.update({"role": "assistant", "content": None})
-                    meta: dict[str, Any] = {}
+                    call.began = True
+                    meta = call.meta
                     async for chunk in r.aiter_text():
                         await send({"type": "http.response.body", "body": chunk.encode(), "more_body": True})
                         buffer += chunk
                         while "\n" in buffer:
                             line, buffer = buffer.split("\n", 1)
-                            _fold_sse_line(line.strip(), message, meta)
+                            _fold_sse_line(line.strip(), call.message, meta)
                         if meta.get("finish_reason") or meta.get("done"):
-                            done()  # the answer is whole: a client that hangs up now (at [DONE]) has it all
+                            call.answering = False  # whole: a client that hangs up now (at [DONE]) has it all
                         if meta.get("done"):
                             break  # nothing follows [DONE]; an upstream slow to close must not hold the call
-                    _fold_sse_line(buffer.strip(), message, meta)
-                    done()
+                    _fold_sse_line(buffer.strip(), call.message, meta)
+                    call.answering = False
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    payload = {"message": message, "finish_reason": meta.get("finish_reason"),
-                               "usage": meta.get("usage"), "model": meta.get("model"), "id": meta.get("id"),
-                               "streamed": True}
+                    payload = call.streamed()
                     if r.status_code >= 400:
                         payload = {"error": meta.get("error") or buffer[:2000], "status": r.status_code}
                     # streamed as not: a 5xx, or an error event the upstream sent in the stream
-                    failed = r.status_code >= 500 or (r.status_code < 400 and "error" in meta)
-                    for key in ("logprobs", "completion_token_ids", "prompt_token_ids"):
-                        if meta.get(key):
-                            payload[key] = meta[key]
-                    await respond(payload, failed)
+                    await respond(payload, r.status_code >= 500 or (r.status_code < 400 and "error" in meta))
         except httpx2.HTTPError as e:
             msg = self._redact(f"upstream {self.shown} failed: {type(e).__name__}: {e}")
-            done()
+            call.answering = False
             await respond({"error": msg, "status": 502}, True)
             error = {"error": {"message": msg, "type": "upstream_error"}}
-            if not started_answer:  # streamed or not, the client has had nothing yet: the same 502
+            if not call.began:  # streamed or not, the client has had nothing yet: the same 502
                 await _json(send, 502, error)
             else:  # mid-stream: a last event says why it stops, then the stream ends cleanly
                 lead = "\n\n" if buffer else ""  # ends an event the upstream left half sent
                 event = f"{lead}data: {json.dumps(error)}\n\n".encode()
                 await send({"type": "http.response.body", "body": event, "more_body": False})
+
+
+class _Call:
+    """One chat request on its way through the proxy, as its forwarding and its disconnect watcher see it."""
+
+    def __init__(self) -> None:
+        self.began = False  # the upstream's answer has begun (its status line came)
+        self.answering = True  # False once the answer is whole: a disconnect after that is the client's goodbye
+        self.recorded = False  # its model_response is recorded
+        self.message: dict[str, Any] = {"role": "assistant", "content": None}  # a streamed answer so far
+        self.meta: dict[str, Any] = {}  # the rest of a streamed answer: finish reason, usage, ids, an error
+
+    def streamed(self) -> dict[str, Any]:
+        """The model_response payload of the streamed answer as assembled."""
+        meta = self.meta
+        payload = {"message": self.message, "finish_reason": meta.get("finish_reason"), "usage": meta.get("usage"),
+                   "model": meta.get("model"), "id": meta.get("id"), "streamed": True}
+        if "error" in meta:  # an error event in a 2xx stream: its calls were not made (clients drop the turn)
+            payload["error"] = meta["error"]
+        for key in ("logprobs", "completion_token_ids", "prompt_token_ids"):
+            if meta.get(key):
+                payload[key] = meta[key]
+        return payload
 
 
 def _bad_upstream(why: str, raw: bytes) -> dict[str, Any]:

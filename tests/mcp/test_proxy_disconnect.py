@@ -7,6 +7,7 @@ its task's time ran out and was scored `agent_timeout`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import textwrap
 
@@ -43,6 +44,46 @@ class SlowStream:
         await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
 
 
+@contextlib.asynccontextmanager
+async def proxied(upstream, recorder):
+    """The recording proxy in front of `upstream`, recording to `recorder`: (proxy, its URL, the token)."""
+    async with serving(upstream) as up:
+        proxy = ModelProxy(up + "/v1")
+        token = proxy.register(recorder)
+        async with serving(proxy) as url:
+            yield proxy, url, token
+
+
+def chat(token: str, stream: bool = True) -> dict:
+    return {"headers": {"authorization": f"Bearer {token}"},
+            "json": {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}}
+
+
+def stream_while_the_proxy_stops(upstream) -> Recorder:
+    """A client keeps reading a stream (a process the agent left behind) while the proxy stops under it."""
+    recorder = Recorder(None, "r", keep=True)
+
+    async def main():
+        with anyio.fail_after(SHUTDOWN_GRACE_S + 30):  # a hang is a failure, whatever the machine's speed
+            async with anyio.create_task_group() as tg:
+                async with proxied(upstream, recorder) as (_, url, token):
+                    reading = anyio.Event()
+
+                    async def client() -> None:
+                        with contextlib.suppress(httpx2.RemoteProtocolError):  # the proxy cuts the stream
+                            async with httpx2.AsyncClient(timeout=None) as http, \
+                                    http.stream("POST", url + "/v1/chat/completions", **chat(token)) as r:
+                                async for _ in r.aiter_lines():
+                                    reading.set()
+
+                    tg.start_soon(client)
+                    await reading.wait()
+                tg.cancel_scope.cancel()  # the proxy is down; the client's stream is cut
+
+    anyio.run(main)
+    return recorder
+
+
 # asks for a streamed answer, reads its first line, writes the deliverable and exits 0 without reading on
 HANG_UP = textwrap.dedent('''
     import os, urllib.request
@@ -77,31 +118,7 @@ def test_a_harness_that_hangs_up_mid_stream_and_exits_is_scored_not_timed_out(tm
 
 def test_a_call_still_open_when_the_proxy_stops_is_cancelled_after_the_grace_and_recorded():
     """A process the agent left behind keeps a stream open: the proxy's exit does not wait for it to end."""
-    upstream = SlowStream(n=100_000)  # hours
-    recorder = Recorder(None, "r", keep=True)
-
-    async def main():
-        async with serving(upstream) as up:
-            proxy = ModelProxy(up + "/v1")
-            token = proxy.register(recorder)
-            with anyio.fail_after(SHUTDOWN_GRACE_S + 30):  # a hang is a failure, whatever the machine's speed
-                async with anyio.create_task_group() as tg:
-                    async with serving(proxy) as url:
-                        reading = anyio.Event()
-
-                        async def client() -> None:
-                            async with httpx2.AsyncClient(timeout=None) as http, http.stream(
-                                    "POST", url + "/v1/chat/completions", headers={"authorization": f"Bearer {token}"},
-                                    json={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
-                            ) as r:
-                                async for _ in r.aiter_lines():
-                                    reading.set()
-
-                        tg.start_soon(client)
-                        await reading.wait()
-                    tg.cancel_scope.cancel()  # the proxy is down; the client's stream is cut
-
-    anyio.run(main)
+    recorder = stream_while_the_proxy_stops(SlowStream(n=100_000))  # hours
     kinds = [e["kind"] for e in recorder.kept]
     assert kinds == ["model_request", "model_response"]
     assert recorder.kept[1]["payload"]["abandoned"]
@@ -130,18 +147,13 @@ def test_a_client_that_hangs_up_at_done_has_a_whole_answer_recorded_not_an_aband
     recorder = Recorder(None, "r", keep=True)
 
     async def main():
-        async with serving(DoneThenLinger()) as up:
-            proxy = ModelProxy(up + "/v1")
-            token = proxy.register(recorder)
-            async with serving(proxy) as url, httpx2.AsyncClient(timeout=30) as http:
-                async with http.stream("POST", url + "/v1/chat/completions", headers={"authorization": f"Bearer {token}"},
-                                       json={"model": "m", "stream": True,
-                                             "messages": [{"role": "user", "content": "hi"}]}) as r:
-                    async for line in r.aiter_lines():
-                        if line == "data: [DONE]":
-                            break
-                # the connection is closed here, with the upstream's stream still open
-                await anyio.sleep(3)
+        async with proxied(DoneThenLinger(), recorder) as (_, url, token), httpx2.AsyncClient(timeout=30) as http:
+            async with http.stream("POST", url + "/v1/chat/completions", **chat(token)) as r:
+                async for line in r.aiter_lines():
+                    if line == "data: [DONE]":
+                        break
+            # the connection is closed here, with the upstream's stream still open
+            await anyio.sleep(3)
 
     anyio.run(main)
     (response,) = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
@@ -154,19 +166,65 @@ def test_the_proxy_ends_the_answer_at_done_without_waiting_for_the_upstream_to_c
     upstream = DoneThenLinger()
 
     async def main():
-        async with serving(upstream) as up:
-            proxy = ModelProxy(up + "/v1")
-            token = proxy.register(recorder)
-            async with serving(proxy) as url, httpx2.AsyncClient(timeout=30) as http:
-                async with http.stream("POST", url + "/v1/chat/completions", headers={"authorization": f"Bearer {token}"},
-                                       json={"model": "m", "stream": True,
-                                             "messages": [{"role": "user", "content": "hi"}]}) as r:
-                    lines = [line async for line in r.aiter_lines() if line]
-                ended = anyio.current_time()  # the proxy closed the stream
-                await anyio.sleep(2.5)
-                return lines, ended
+        async with proxied(upstream, recorder) as (_, url, token), httpx2.AsyncClient(timeout=30) as http:
+            async with http.stream("POST", url + "/v1/chat/completions", **chat(token)) as r:
+                lines = [line async for line in r.aiter_lines() if line]
+            ended = anyio.current_time()  # the proxy closed the stream
+            await anyio.sleep(2.5)
+            return lines, ended
 
     lines, ended = anyio.run(main)
     assert lines[-1] == "data: [DONE]" and ended < upstream.closed_at
     (response,) = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
     assert response["message"]["content"] == "all of it"
+
+
+class Hung:
+    """Never answers (a model server that hangs)."""
+
+    async def __call__(self, scope, receive, send):
+        if await request_body(scope, receive, send) is None:
+            return
+        await anyio.sleep(3600)
+
+
+def test_a_client_that_gives_up_on_a_silent_upstream_leaves_the_failure_the_model_servers():
+    """The client timed out waiting for the first byte: that is the model server's failure (last_failed), so an agent
+    that then exits non-zero is unscored, not scored 0 for the server's outage."""
+    recorder = Recorder(None, "r", keep=True)
+
+    async def main():
+        async with proxied(Hung(), recorder) as (proxy, url, token), httpx2.AsyncClient(timeout=1) as http:
+            for stream in (False, True):
+                proxy.last_failed = False
+                try:
+                    await http.post(url + "/v1/chat/completions", **chat(token, stream))
+                except httpx2.TimeoutException:
+                    pass
+                with anyio.fail_after(10):
+                    while sum(e["kind"] == "model_response" for e in recorder.kept) < 1 + stream:
+                        await anyio.sleep(0.05)
+                assert proxy.last_failed, stream
+
+    anyio.run(main)
+    responses = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
+    assert [r["abandoned"] for r in responses] == [True, True] and not any("partial" in r for r in responses)
+
+
+class FinishNoDone:
+    """Streams a whole answer (its finish reason) and then neither sends [DONE] nor closes."""
+
+    async def __call__(self, scope, receive, send):
+        if await request_body(scope, receive, send) is None:
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        chunk = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "whole"},
+                                                       "finish_reason": "stop"}]}
+        await send({"type": "http.response.body", "body": f"data: {json.dumps(chunk)}\n\n".encode(), "more_body": True})
+        await anyio.sleep(3600)
+
+
+def test_a_whole_answer_whose_stream_never_ends_is_recorded_when_the_proxy_stops():
+    recorder = stream_while_the_proxy_stops(FinishNoDone())
+    (response,) = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
+    assert (response["message"]["content"], response["finish_reason"]) == ("whole", "stop")
