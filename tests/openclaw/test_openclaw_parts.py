@@ -234,3 +234,33 @@ def test_a_request_that_is_not_openclaws_own_cannot_make_its_exit_the_model_serv
                 return forged, proxy.last_failed
 
     assert anyio.run(main) == (False, True)
+
+
+def test_an_answer_openclaw_drops_leaves_no_call_waiting_and_the_next_turn_is_recorded():
+    """OpenClaw's model client drops an assistant turn that ended in an error before it sends the history again:
+    its calls (never made) waited for that turn forever, and every later request read as not OpenClaw's own."""
+
+    async def main():
+        rec = Recorder(None, "r", keep=True)
+        events = ToolEventRecorder(rec)
+        go = [{"role": "user", "content": "go"}]
+        await events.record("model_request", {"messages": go})
+        await events.record("model_response", {"message": tool_call(1, "read", {"path": "a"}),
+                                               "error": {"message": "stream broke"}})
+        await events.record("model_request", {"messages": go})  # the retry
+        retry_own = events.agents_own()
+        await events.record("model_response", {"message": tool_call(2, "exec", {"command": "ls"})})
+        # an answer dropped for another reason: the next request is the last one again, plus context
+        ctx = [*go, {"role": "user", "content": "(context)"}]
+        await events.record("model_request", {"messages": ctx})
+        dropped_own = events.agents_own()
+        await events.record("model_response", {"message": tool_call(3, "write", {"path": "b", "content": ""})})
+        await events.record("model_request", {"messages": [
+            *ctx, tool_call(3, "write", {"path": "b", "content": ""}),
+            {"role": "tool", "tool_call_id": "call_3", "content": "wrote b"}]})
+        return rec, retry_own, dropped_own
+
+    rec, retry_own, dropped_own = anyio.run(main)
+    assert retry_own and dropped_own
+    assert [e["payload"]["tool"] for e in rec.kept if e["kind"] == "tool_call"] == ["exec", "write"]
+    assert _tool_traffic(rec) == [("exec", "(OpenClaw dropped this answer: not run)"), ("write", "wrote b")]

@@ -60,6 +60,7 @@ class ToolEventRecorder:
     def __init__(self, recorder: Recorder):
         self.inner = recorder
         self.pending: list[dict[str, Any]] = []  # calls of the last answer, results not yet seen
+        self.last_own: list[Any] = []  # the messages of OpenClaw's last own request
         self.called_at = 0.0
         self.first_request_at: float | None = None
 
@@ -80,11 +81,18 @@ class ToolEventRecorder:
         if kind == "model_request":
             if self.first_request_at is None:
                 self.first_request_at = time.monotonic()
-            _ON_CHAIN.set(await self._results(payload.get("messages") or []))
+            messages = payload.get("messages") or []
+            own = await self._results(messages)
+            _ON_CHAIN.set(own)
+            if own:
+                self.last_own = messages
         seq = await self.inner.record(kind, payload, duration_ms=duration_ms)
         if kind == "model_response":
             if _ON_CHAIN.get():
-                await self._calls(payload.get("message") or {})
+                # an answer that ended in an error carries calls that were never made: OpenClaw drops
+                # that turn from the history it sends next (so the calls would wait for it forever)
+                if "error" not in payload:
+                    await self._calls(payload.get("message") or {})
             else:
                 await self.inner.record("note", {"openclaw": "a model request without the pending calls' turn "
                                                               "(not OpenClaw's own): its answer's calls are not recorded"})
@@ -115,7 +123,15 @@ class ToolEventRecorder:
             return True
         at = self._anchor(messages)
         if at is None:
-            return False
+            n = len(self.last_own)
+            if not n or messages[:n] != self.last_own or any(m.get("role") == "assistant" for m in messages[n:]):
+                return False
+            # OpenClaw's last request again, with no turn after it (it may add context): it dropped the answer
+            for call in self.pending:
+                await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": True,
+                                                        "content": "(OpenClaw dropped this answer: not run)"})
+            self.pending = []
+            return True
         ids = [tc.get("id") for tc in messages[at]["tool_calls"]]
         results: dict[int, dict[str, Any]] = {}  # position among the calls -> its tool message
         for m in messages[at + 1:]:
