@@ -165,10 +165,11 @@ def _canonical_calls(message: dict[str, Any], rollout_id: str, start: int) -> di
 
 
 def _answered(events: list[dict[str, Any]], rid: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The last model reply (a response with a `message`: an error answer or an abandoned stream has
-    none) and the payload of the request it answers."""
-    replies = [i for i, e in enumerate(events)
-               if e["kind"] == "model_response" and isinstance(e["payload"].get("message"), dict)]
+    """The last model reply (a response with a `message` and no `error`: an error answer, an abandoned
+    stream or a stream that broke off with an error event is none) and the payload of the request it
+    answers."""
+    replies = [i for i, e in enumerate(events) if e["kind"] == "model_response"
+               and isinstance(e["payload"].get("message"), dict) and "error" not in e["payload"]]
     if not replies:
         raise ValueError(f"rollout {rid} has no model reply recorded (its model call failed): "
                          f"no conversation to rebuild")
@@ -238,7 +239,8 @@ def trajectory_from_events(
         pending: list[tuple[Any, str]] = []  # (recorded id, exported id) of the last turn's unanswered calls
         for i, m in enumerate(messages):
             if m["role"] == "assistant":
-                if not (m.get("content") or "").strip() and not m.get("tool_calls"):
+                # an empty last reply is how the tool-loop agent's model ends its work (small models do)
+                if not (m.get("content") or "").strip() and not m.get("tool_calls") and i < len(messages) - 1:
                     raise ValueError(f"rollout {rid}: messages[{i}] is an assistant turn with no content and "
                                      f"no tool calls: nothing to train on")
                 recorded = [c.get("id") for c in m.get("tool_calls") or []]

@@ -122,7 +122,29 @@ def test_a_refusal_is_what_the_model_said_and_an_empty_assistant_turn_is_refused
                          _reply({"role": "assistant", "content": None, "refusal": "I can't help with that."}))
     assert messages[-1] == {"role": "assistant", "content": "I can't help with that."}
     with pytest.raises(ValueError, match=r"r0123456789abcdef: messages\[2\] is an assistant turn with no"):
-        _messages(_asked(SYSTEM, USER), _reply({"role": "assistant", "content": ""}))
+        _messages(_asked(SYSTEM, USER, {"role": "assistant", "content": ""}, {"role": "user", "content": "go on"}),
+                  _reply(DONE))
+
+
+def test_an_empty_last_reply_ends_the_work_as_the_tool_loop_agent_reads_it():
+    """Small models end with an empty answer, which the tool-loop agent takes for done: such passing rollouts
+    were exported before, and must still be."""
+    messages = _messages(_asked(SYSTEM, USER), _reply({"role": "assistant", "content": ""}), rollout=TOOL_LOOP)
+    assert messages[-1]["role"] == "assistant" and not messages[-1].get("content")
+
+
+def test_an_answer_that_broke_off_with_an_error_is_not_the_reply():
+    """A 2xx stream that ended in an error event: its half-made calls were never run (OpenClaw drops the turn)."""
+    from clawsdk.data.trajectory import trajectory_from_events
+
+    events = [{"kind": "model_request", "seq": 0, "payload": {"messages": [SYSTEM, USER]}},
+              {"kind": "model_response", "seq": 1, "payload": {"message": DONE}},
+              {"kind": "model_request", "seq": 2, "payload": {"messages": [SYSTEM, USER, DONE, USER]}},
+              {"kind": "model_response", "seq": 3, "payload": {
+                  "message": {"role": "assistant", "content": None, "tool_calls": [_call("x", "exec", "{")]},
+                  "error": {"message": "stream broke"}, "request": 2}}]
+    t = trajectory_from_events({"id": "r1", "task_id": "t", "task_hash": "h"}, events)
+    assert t.messages[-1] == {"role": "assistant", "content": DONE["content"]} and len(t.messages) == 3
 
 
 def test_only_the_tool_loop_agent_calls_tools_in_its_text():
