@@ -8,6 +8,7 @@ the task that owns the rollout.
 from __future__ import annotations
 
 import contextlib
+import logging
 import reprlib
 import time
 from collections.abc import AsyncIterator
@@ -22,6 +23,8 @@ from clawsdk.errors import AgentError, SandboxError
 from clawsdk.models.prompt import FINISH_TOOL
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.tasks.model import Limits, ToolPolicy
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,10 @@ class ToolSession:
             # still gets its result, or the store keeps a call that never answered
             cancelled = ToolResult(f"the call of {name!r} was cancelled before the tool answered",
                                    is_error=True)
-            await self._record_result(call, name, cancelled, started)
+            try:
+                await self._record_result(call, name, cancelled, started)
+            except Exception as e:  # noqa: BLE001 - a store already closed must not replace the cancellation
+                log.warning("the cancelled call of %r was not recorded: %s: %s", name, type(e).__name__, e)
             raise
         await self._record_result(call, name, result, started)
         failure = getattr(self.sandbox, "failure", None)

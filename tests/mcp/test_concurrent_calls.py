@@ -113,3 +113,32 @@ def test_a_cancelled_call_records_one_error_result_and_the_cancellation_goes_on(
     assert results[0]["is_error"]
     assert results[0]["content"] == "the call of 'exec' was cancelled before the tool answered"
     assert not results[1]["is_error"]
+
+
+def test_a_cancelled_call_whose_result_cannot_be_recorded_is_still_cancelled():
+    """The store may already be closing when a call is cancelled (the run stopping): the write's error must not
+    replace the cancellation, which is what ends the task."""
+    from clawsdk.mcp.session import ToolSession, ToolSpec
+    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.tasks.model import Limits
+
+    class Closed(Recorder):
+        async def record(self, kind, payload, **kw):
+            if kind == "tool_result":
+                raise anyio.ClosedResourceError
+            return await super().record(kind, payload, **kw)
+
+    class Hangs:
+        async def call_tool(self, name, args):
+            await anyio.sleep(3600)
+
+    session = ToolSession(Closed(None, "r"), Limits())
+    session.clients["x"] = Hangs()
+    session.specs["t"] = ToolSpec(name="t", description="", input_schema={}, server="x", remote_name="t")
+
+    async def main():
+        with anyio.move_on_after(0.2) as scope:
+            await session.call("t", {})
+        return scope.cancelled_caught
+
+    assert anyio.run(main)
