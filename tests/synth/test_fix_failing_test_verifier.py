@@ -62,6 +62,45 @@ def test_an_agent_that_does_not_fix_the_bug_scores_0_however_it_games_the_tests(
     assert [(o.kind.value, o.reward) for o in r.outcomes] == [("ok", 0.0)] * len(tasks), (hack, r.outcomes)
 
 
+def table_of_asserts(task, fallback: bool) -> str:
+    """A module that answers the tests' calls from a table of their asserts, fixing nothing; with `fallback`,
+    any other call goes to the buggy function as it was."""
+    import ast
+
+    test = next(f for f in task.workspace if f.path.startswith("tests/"))
+    table: dict[str, dict[str, object]] = {}
+    for node in ast.walk(ast.parse(test.data.decode())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "").startswith("assert") and len(node.args) == 2:
+            call, want = node.args
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                args = tuple(ast.literal_eval(a) for a in call.args)
+                table.setdefault(call.func.id, {})[repr(args)] = ast.literal_eval(want)
+    source = module_of(task).data.decode() if fallback else ""
+    source += f"\n_T = {table!r}\n"
+    for fn in table:
+        orig = f"_{fn}_as_it_was"
+        source += f"{orig} = {fn}\n" if fallback else ""
+        other = f"{orig}(*a)" if fallback else "None"
+        source += f"\ndef {fn}(*a):\n    return _T[{fn!r}][repr(a)] if repr(a) in _T[{fn!r}] else {other}\n"
+    return source
+
+
+def test_a_module_that_answers_the_tests_from_a_table_of_their_asserts_fixes_nothing_and_fails(tasks, tmp_path):
+    """The hidden check called the module with the tests' own arguments only: a table built off their asserts
+    passed every task of the family without a fix. It now also calls it on cases the tests do not show."""
+    def calls(task):
+        return [{"tool": "write", "args": {"path": module_of(task).path, "content": table_of_asserts(task, False)}}]
+
+    r = run_sync(tasks, agent=ScriptedAgent(calls), db=tmp_path / "table.db", retries=0, concurrency=4)
+    assert [(o.kind.value, o.reward) for o in r.outcomes] == [("ok", 0.0)] * len(tasks)
+
+    def with_fallback(task):  # the table, and the buggy code for anything else: caught where the unseen cases can
+        return [{"tool": "write", "args": {"path": module_of(task).path, "content": table_of_asserts(task, True)}}]
+
+    r = run_sync(tasks, agent=ScriptedAgent(with_fallback), db=tmp_path / "fallback.db", retries=0, concurrency=4)
+    assert sum(o.reward == 0.0 for o in r.outcomes) >= len(tasks) - 1, r.outcomes
+
+
 def test_the_fix_scores_1_even_printing_and_behind_a_stale_bytecode_cache(tasks, tmp_path):
     r = run_sync(tasks, agent="oracle", db=tmp_path / "oracle.db", retries=0, concurrency=4)
     assert [(o.kind.value, o.reward) for o in r.outcomes] == [("ok", 1.0)] * len(tasks)

@@ -277,3 +277,23 @@ def instance(rng: random.Random, program: Program, operator: str | None, tries: 
         if not operator or run(buggy, names["fn"], cases) != expected:
             return Instance(program, names, correct, buggy, good, bad, cases, expected)
     raise AssertionError(f"{program.id}:{operator}: the test cases never catch the bug")
+
+
+def held_out(inst: Instance, seed: str, tries: int = 8) -> tuple[list[tuple], list[Any]]:
+    """More cases from the same generator, none of them in the tests, for the hidden check: a module that
+    answers the tests' calls from a table built off their asserts, fixing nothing, fails these. They are
+    drawn from their own generator (`seed`), so the task the agent sees does not change; the first draw
+    that catches the bug is taken (a bug at a boundary only the tests touch may have none)."""
+    rng = random.Random(seed)
+    best: tuple[list[tuple], list[Any]] = ([], [])
+    for _ in range(tries):
+        fresh = {repr(c): c for c in inst.program.cases(rng, inst.names) if c not in inst.cases}
+        cases = list(fresh.values())
+        if not cases:
+            continue
+        expected = run(inst.correct, inst.fn, cases)
+        if inst.bad and run(inst.buggy, inst.fn, cases) != expected:
+            return cases, expected
+        best = best if best[0] else (cases, expected)
+    return best
+

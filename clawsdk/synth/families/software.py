@@ -62,8 +62,13 @@ tests pass. Do not change the tests; they describe the intended behaviour.
         # the test calls answered by the agent's module before the hidden files exist, compared in a
         # process that imports nothing of the agent's (difftest.py says why); expected values hashed
         salt = hashlib.sha256(buggy.encode()).hexdigest()[:16]
-        cases = [[f"{m.fn}({', '.join(repr(a) for a in args)})", difftest.digest(salt, want)]
-                 for m in made for args, want in zip(m.cases, m.expected)]
+        # the tests' calls, and as many the tests do not show: a module that answers the shown calls from a
+        # table of their asserts fixes nothing, and fails those
+        calls = [(m.fn, args, want) for m in made for args, want in zip(m.cases, m.expected)]
+        calls += [(m.fn, args, want) for m in made
+                  for args, want in zip(*bugs.held_out(m, f"{salt}:{m.fn}"))]
+        cases = [[f"{fn}({', '.join(repr(a) for a in args)})", difftest.digest(salt, want)]
+                 for fn, args, want in calls]
         hidden = {"difftest.py": DIFFTEST, "cases.json": json.dumps({"module": module, "salt": salt,
                                                                       "cases": cases}, indent=1) + "\n"}
         checks = [{"type": "command", "name": "the unit tests pass", "weight": 3,
