@@ -8,7 +8,7 @@ import io
 from collections import defaultdict
 
 from clawsdk.synth.families import pools
-from clawsdk.synth.families.base import Family, Spec, dump_json, json_check, read, write
+from clawsdk.synth.families.base import Family, Spec, csv_check, dump_json, json_check, read, write
 
 
 def to_csv(rows: list[list]) -> str:
@@ -127,9 +127,7 @@ revenue (units x unit_price summed, rounded to 2 decimals). Sort by region, then
 """
         if level >= 2:
             instruction += "Only count orders whose status is paid; refunded orders do not count.\n"
-        checks = [{"type": "file_exists", "path": "summary.csv"},
-                  {"type": "csv_equals", "name": "summary.csv is correct", "path": "summary.csv",
-                   "expected_file": "expected.csv", "tolerance": 0.011, "weight": 3}]
+        checks = csv_check("summary.csv", "expected.csv", tolerance=0.011)
         expected = to_csv(out)
         solution = [read("sales.csv"), write("summary.csv", expected)]
         return Spec(instruction, {"sales.csv": to_csv([header, *rows])}, checks, solution,

@@ -121,8 +121,19 @@ def dump_json(value: Any) -> str:
 
 def json_check(path: str, expected_file: str, **extra: Any) -> list[dict[str, Any]]:
     """The usual pair: the deliverable exists, and it equals the hidden expected JSON."""
+    return _pair("json_equals", path, expected_file, **extra)
+
+
+def csv_check(path: str, expected_file: str, **extra: Any) -> list[dict[str, Any]]:
+    """The deliverable exists, and its rows equal the hidden expected CSV."""
+    return _pair("csv_equals", path, expected_file, **extra)
+
+
+def _pair(kind: str, path: str, expected_file: str, **extra: Any) -> list[dict[str, Any]]:
+    # the existence check scores nothing (weight 0) and stays as a sub-score to read: at weight 1 beside
+    # the answer's 3, any file of that name (empty, `{}`, a copy of the input) scored 0.25
     return [
-        {"type": "file_exists", "path": path},
-        {"type": "json_equals", "name": f"{path} is correct", "path": path, "expected_file": expected_file,
+        {"type": "file_exists", "path": path, "weight": 0},
+        {"type": kind, "name": f"{path} is correct", "path": path, "expected_file": expected_file,
          "weight": 3, **extra},
     ]

@@ -7,7 +7,7 @@ import datetime as dt
 import io
 
 from clawsdk.synth.families import pools
-from clawsdk.synth.families.base import Family, Spec, dump_json, json_check, ls, read, write
+from clawsdk.synth.families.base import Family, Spec, csv_check, dump_json, json_check, ls, read, write
 
 
 class MailContacts(Family):
@@ -162,9 +162,7 @@ Sort the rows by due date (earliest first), then owner, then task.
 """
         if level == 3:
             instruction += "Items without a due date get an empty due field and go after all dated items.\n"
-        checks = [{"type": "file_exists", "path": "actions.csv"},
-                  {"type": "csv_equals", "name": "actions.csv is correct", "path": "actions.csv",
-                   "expected_file": "expected.csv", "weight": 3}]
+        checks = csv_check("actions.csv", "expected.csv")
         solution = [ls("notes"), *[read(p) for p in sorted(files)], write("actions.csv", buf.getvalue())]
         return Spec(instruction, files, checks, solution, hidden={"expected.csv": buf.getvalue()},
                     tags=["markdown", "csv"])

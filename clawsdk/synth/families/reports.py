@@ -12,7 +12,7 @@ from collections import defaultdict
 
 from clawsdk.synth.families import pools
 from clawsdk.synth.families.analysis import to_csv
-from clawsdk.synth.families.base import Family, Spec, read, write
+from clawsdk.synth.families.base import Family, Spec, csv_check, read, write
 
 # schema -> (file, id column, date column, {categorical column: values}, {numeric column: (lo, hi, decimals)})
 SCHEMAS = {
@@ -110,9 +110,7 @@ and {per}: {how}.{order}
         if level >= 2:
             instruction += (f"Some rows have no {measure}; they still count as rows.\n" if agg == "count" else
                             f"Some rows have no {measure}: leave them out.\n")
-        checks = [{"type": "file_exists", "path": "report.csv"},
-                  {"type": "csv_equals", "name": "report.csv is correct", "path": "report.csv",
-                   "expected_file": "expected.csv", "tolerance": 0.011, "weight": 3}]
+        checks = csv_check("report.csv", "expected.csv", tolerance=0.011)
         return Spec(instruction, workspace, checks, [read(file), write("report.csv", expected)],
                     hidden={"expected.csv": expected}, tags=["csv", "aggregation", "report"], template=template)
 
