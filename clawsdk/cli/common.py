@@ -34,6 +34,10 @@ class Finite(click.FloatRange):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return number
 
+    def _describe_range(self) -> str:
+        # without bounds click's help said `x<=None`
+        return super()._describe_range() if self.min is not None or self.max is not None else "finite"
+
 
 class FitConsole(Console):
     """A rich Console that, writing to something other than a terminal (a pipe, a file, a CI log),

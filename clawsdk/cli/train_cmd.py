@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from clawsdk.cli.common import announce_sandbox, console, db_option, friendly_errors, parse_options
+from clawsdk.cli.common import Finite, announce_sandbox, console, db_option, friendly_errors, parse_options
 from clawsdk.cli.options import concurrency_option, opts_option, sandbox_option, trainer_options
 from clawsdk.store.store import Store
 
@@ -28,6 +28,14 @@ def _trainer(name: str, options: dict):
         raise ValueError(f"trainer {name!r} does not take these options ({sorted(options)}): {e}") from e
 
 
+def _steps(value: int, param: click.Parameter) -> int:
+    """-1 (train by epochs) or a positive count: 0 took a step at a learning rate of 0 and printed `trained`."""
+    if value == 0 or value < -1:
+        raise click.BadParameter(f"{value} is not -1 (train by --epochs) or a number of steps of at least 1",
+                                 param=param)
+    return value
+
+
 def _report(result, what: str) -> None:
     m = result.metrics
     console.print(f"[green]trained[/green] {result.checkpoint_id} ({what}) -> {escape(str(result.path))}")
@@ -42,11 +50,12 @@ def _report(result, what: str) -> None:
     "--dataset", "-d", required=True, help="Dataset id (NAME@vN), name (latest version) or export folder."
 )
 @trainer_options("trl-sft")
-@click.option("--epochs", type=float, default=1.0, show_default=True)
+@click.option("--epochs", type=Finite(0, min_open=True), default=1.0, show_default=True)
 @click.option(
-    "--max-steps", type=int, default=-1, show_default=True, help="Stop after this many steps (-1: epochs)."
+    "--max-steps", type=int, default=-1, show_default=True, callback=lambda ctx, param, v: _steps(v, param),
+    help="Stop after this many steps (-1: epochs).",
 )
-@click.option("--lr", type=float, default=5e-5, show_default=True)
+@click.option("--lr", type=Finite(0, min_open=True), default=5e-5, show_default=True)
 @click.option("--batch-size", type=click.IntRange(1), default=4, show_default=True)
 @click.option("--grad-accum", type=click.IntRange(1), default=1, show_default=True)
 @click.option(
@@ -107,7 +116,7 @@ def sft_command(
 )
 @click.option("--tasks-per-step", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--max-steps", type=click.IntRange(1), default=10, show_default=True)
-@click.option("--lr", type=float, default=1e-6, show_default=True)
+@click.option("--lr", type=Finite(0, min_open=True), default=1e-6, show_default=True)
 @sandbox_option("auto", "Sandbox of the training rollouts, where the policy's commands run; auto is bwrap where "
                         "bubblewrap works, else local (which isolates nothing).")
 @concurrency_option(8)

@@ -46,3 +46,22 @@ def test_a_reward_is_never_shown_as_perfect_or_zero_when_it_is_not():
 
     assert [fmt_reward(v) for v in (1.0, 0.996, 0.994, 0.5, 0.004, 0.0, None)] == [
         "1.00", ">0.99", "0.99", "0.50", "<0.01", "0.00", "-"]
+
+
+@pytest.mark.parametrize("opt,named", [
+    (["--epochs", "0"], "'--epochs': 0.0 is not in the range x>0"),
+    (["--epochs", "-1"], "'--epochs': -1.0 is not in the range x>0"),
+    (["--max-steps", "0"], "'--max-steps': 0 is not -1 (train by --epochs) or a number of steps of at least 1"),
+    (["--lr", "-0.01"], "'--lr': -0.01 is not in the range x>0"),
+])
+def test_training_that_could_not_learn_is_refused_before_the_model_loads(tmp_path, opt, named):
+    """--epochs 0, --max-steps 0 or a negative --lr trained nothing (the saved weights were the base model's) and
+    printed `trained ckpt-...`, exit 0; a negative --lr failed in torch without naming the option."""
+    from click.testing import CliRunner
+
+    from clawsdk.cli import cli
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["train", "sft", "-d", str(tmp_path / "no-such-dataset"), "-o", str(out), *opt])
+    assert res.exit_code == 2 and named in res.output, res.output
+    assert not out.exists()
