@@ -29,6 +29,9 @@ class _Check(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str | None = None
     weight: float = Field(1.0, ge=0)
+    #: the name of a check before this one: this one scores only once that one passes ("the inputs are
+    #: unchanged" is worth something beside a deliverable, and nothing to an agent that did nothing)
+    only_with: str | None = None
 
     def label(self) -> str:
         return self.name or f"{self.type}:{getattr(self, 'path', None) or getattr(self, 'run', '')}"[:120]
@@ -170,7 +173,7 @@ def parse_checks(raw: list[dict[str, Any]]) -> list[Any]:
     if not raw:
         raise ValueError("verifier.checks is empty: a task needs at least one check")
     try:
-        return _checks.validate_python(raw)
+        checks = _checks.validate_python(raw)
     except ValidationError as e:
         err = e.errors()[0]
         loc = list(err["loc"])
@@ -181,6 +184,12 @@ def parse_checks(raw: list[dict[str, Any]]) -> list[Any]:
         if msg.startswith("pattern "):
             where += ".pattern"
         raise ValueError(f"{where}: {msg}") from None
+    for i, c in enumerate(checks):
+        before = [b.label() for b in checks[:i]]
+        if c.only_with is not None and c.only_with not in before:
+            raise ValueError(f"verifier.checks[{i}].only_with: {c.only_with!r} names no check before this one "
+                             f"({', '.join(repr(n) for n in before) or 'there is none'})")
+    return checks
 
 
 # ---- comparison helpers -------------------------------------------------------------------
@@ -271,11 +280,15 @@ class ChecksVerifier(Verifier):
                                     "agent_run commands ran; call the verifier's before_hidden() first")
             await self.before_hidden(ctx)
         subscores = []
+        scores: dict[str, float] = {}
         for i, check in enumerate(self.checks):
             try:
                 score, detail = await self._run(check, ctx, i)
             except PathEscapeError as e:  # the agent's symlink out of the workspace: no deliverable, scored
                 score, detail = 0.0, str(e)
+            if check.only_with is not None and score > 0 and scores[check.only_with] < 1:
+                score, detail = 0.0, f"counts only once {check.only_with!r} passes ({detail})"
+            scores[check.label()] = score
             sub = SubScore(name=check.label(), score=score, weight=check.weight, detail=detail[:2000])
             subscores.append(sub)
             await ctx.recorder.record("verifier", {"check": sub.name, "score": score, "detail": sub.detail})

@@ -71,7 +71,8 @@ else:
 
 def test_an_example_cli_that_prints_the_hidden_expected_output_gains_nothing(tmp_path):
     """ini-to-json-cli's hidden tests ran the agent's converter with the expected output in reach: one that
-    printed it passed them (0.8). Now it scores what writing the file and nothing else scores."""
+    printed it passed them (0.8). Now it scores what writing the file and nothing else scores: nothing (the
+    file's existence weighs 0)."""
     from clawsdk.tasks.sources import load_tasks
     from tests.conftest import EXAMPLES
 
@@ -79,4 +80,4 @@ def test_an_example_cli_that_prints_the_hidden_expected_output_gains_nothing(tmp
     peek = ScriptedAgent([{"tool": "write", "args": {"path": "ini2json.py", "content": PEEK_INI}}])
     rewards = [run_sync([task], agent=agent, db=tmp_path / f"{i}.db", retries=0).outcomes[0].reward
                for i, agent in enumerate(["oracle", peek])]
-    assert rewards == [1.0, pytest.approx(0.2)]
+    assert rewards == [1.0, 0.0]
