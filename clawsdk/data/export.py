@@ -552,9 +552,38 @@ def check_row(row: Any, kind: str, where: str) -> None:
         raise ValueError(f"{where}: tools: a {type(tools).__name__}, not a list of function specs; {redo}")
 
 
+_REDO = "export the dataset again with `clawsdk data export`"
+
+
+def _check_count(manifest: dict[str, Any], n: int, where: Path, what: str) -> None:
+    """Refuse rows that are not as many as the manifest's `n_rows` (a manifest without it is not checked)."""
+    want = manifest.get("n_rows")
+    if isinstance(want, int) and not isinstance(want, bool) and n != want:
+        raise ValueError(
+            f"{where}: holds {n} {what}, but {Path(manifest['path']) / 'dataset.json'} says n_rows {want}: "
+            f"the export was cut short or added to after it was written; {_REDO}"
+        )
+
+
+def _check_hash(manifest: dict[str, Any], data: bytes, n_lines: int, jsonl: Path) -> None:
+    """Refuse a data.jsonl whose sha256 is not the manifest's `content_hash` (as `_write` computes it).
+    A manifest without one (or with one that is not a sha256 hex digest) is not checked."""
+    want = manifest.get("content_hash")
+    if not (isinstance(want, str) and len(want) == 64 and all(c in "0123456789abcdef" for c in want)):
+        return
+    got = hashlib.sha256(data).hexdigest()
+    if got != want:
+        rows = f"{n_lines} rows in the file, n_rows {manifest.get('n_rows')!r} in dataset.json"
+        raise ValueError(
+            f"{jsonl}: its sha256 {got[:16]}... is not the content_hash {want[:16]}... in "
+            f"{jsonl.parent / 'dataset.json'} ({rows}): the file was changed after the export; {_REDO}"
+        )
+
+
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of an export, from its JSONL (else its Parquet), as plain dicts, each checked to be the shape
-    of the export's kind (ValueError naming the file, the line and the field)."""
+    """The rows of an export, from its JSONL (else its hf/ or Parquet), as plain dicts, each checked to be the
+    shape of the export's kind (ValueError naming the file, the line and the field). The JSONL must match the
+    manifest's `content_hash` and `n_rows`, the hf/ or Parquet rows its `n_rows` (ValueError naming both)."""
     manifest = read_manifest(path)
     folder = Path(manifest["path"])
     kind = manifest["kind"]
@@ -562,9 +591,12 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
     if jsonl.exists():
         rows = []
         try:
-            lines = jsonl.read_text(encoding="utf-8").splitlines()
+            data = jsonl.read_bytes()
+            # "\n" only: json.dumps leaves U+2028 and U+0085 unescaped, which str.splitlines() would split on
+            lines = data.decode("utf-8").split("\n")
         except (OSError, UnicodeDecodeError) as e:
             raise ValueError(f"{jsonl}: cannot be read ({e}); export the dataset again") from None
+        _check_hash(manifest, data, sum(1 for line in lines if line.strip()), jsonl)
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -575,6 +607,7 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
                                  f"export the dataset again") from None
             check_row(row, kind, f"{jsonl}:{n}")
             rows.append(row)
+        _check_count(manifest, len(rows), jsonl, "rows")
         return rows
     ds = load_hf(folder)
     rows = [drop_nulls(r) for r in ds]
@@ -596,8 +629,12 @@ def load_hf(path: str | Path) -> Any:
     manifest = read_manifest(path)
     folder = Path(manifest["path"])
     if (folder / "hf").exists():
-        return datasets.load_from_disk(str(folder / "hf"))
+        ds = datasets.load_from_disk(str(folder / "hf"))
+        _check_count(manifest, len(ds), folder / "hf", "rows")
+        return ds
     if (folder / "data.parquet").exists():
-        return datasets.load_dataset("parquet", data_files=str(folder / "data.parquet"), split="train")
+        ds = datasets.load_dataset("parquet", data_files=str(folder / "data.parquet"), split="train")
+        _check_count(manifest, len(ds), folder / "data.parquet", "rows")
+        return ds
     rows = [_arrow_row(r) for r in load_rows(folder)]
     return datasets.Dataset.from_list(rows)
