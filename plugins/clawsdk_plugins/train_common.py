@@ -3,14 +3,30 @@ recording the checkpoint with its lineage. torch, transformers and peft load ins
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import logging
+import os
+import secrets
+import shutil
 from pathlib import Path
 from typing import Any
 
 from clawsdk.train import TrainResult, resolve_weights
 
 resolve_base = resolve_weights  # the name older code imports
+
+log = logging.getLogger(__name__)
+
+_STAGED: set[Path] = set()  # hidden folders of this process's runs not yet renamed into place
+
+
+@atexit.register
+def _remove_staged() -> None:
+    """A run that failed or was interrupted leaves no half-written sibling behind."""
+    for stage in list(_STAGED):
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def _device() -> str:
@@ -108,8 +124,35 @@ def _lora_config(r: int, alpha: int | None, dropout: float) -> Any:
     )
 
 
+def _stage_out(out: Path, base: str) -> Path:
+    """Check `out` before anything trains, and make the hidden sibling the run writes into (TRL's
+    working folder, then the checkpoint and its card); `_record_checkpoint` renames it into place.
+
+    Refuses an `out` that exists and is not an empty folder (a second run into it would replace
+    the weights an earlier store record describes) and one that is, or is inside, the base model's
+    folder. The sibling is removed when the process exits without having renamed it."""
+    out = Path(out)
+    target = out.resolve()
+    base_dir = Path(base).resolve()
+    if base_dir.is_dir() and (target == base_dir or base_dir in target.parents):
+        raise ValueError(
+            f"-o/--out {out} is the base model's folder {base_dir} (or inside it): training would overwrite "
+            f"the model it starts from; choose another -o/--out"
+        )
+    if target.exists() and not (target.is_dir() and not any(target.iterdir())):
+        raise FileExistsError(
+            f"{out} exists and is not empty: choose a new -o/--out for this checkpoint, or remove {out} first"
+        )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = target.parent / f".{target.name}.partial-{secrets.token_hex(4)}"
+    stage.mkdir()
+    _STAGED.add(stage)
+    return stage
+
+
 def _save(trainer: Any, tok: Any, out: Path, lora: bool) -> str:
-    """Save the trained model where transformers loads it; returns the digest of its weights."""
+    """Save the trained model where transformers loads it (the folder `_stage_out` made); returns the
+    digest of its weights."""
     model = trainer.accelerator.unwrap_model(trainer.model)
     if lora:  # one folder that transformers loads as is
         model = model.merge_and_unload()
@@ -150,20 +193,42 @@ def _losses(history: list[dict]) -> list[float]:
 
 
 def _record_checkpoint(db: Any, trainer: str, model: str, options: dict, base: str, out: Path,
-                       dataset_id: Any, metrics: dict, checkpoint_id: str | None, runs: list | None = None) -> str:
-    """Record the checkpoint in the store with what trained it, and a card beside its weights."""
+                       dataset_id: Any, metrics: dict, checkpoint_id: str | None, runs: list | None = None,
+                       stage: Path | None = None) -> str:
+    """Write the card beside the weights in `stage` (what `_stage_out` made and `_save` filled), rename it
+    to `out`, then record the checkpoint in the store with what trained it: the store never names a
+    folder that is not a whole checkpoint, and `out` never holds new weights mixed with old files."""
     from clawsdk.data import lineage
     from clawsdk.store.store import Store
 
+    out = Path(out)
+    stage = Path(stage) if stage is not None else out
     extra = {"runs": runs} if runs is not None else {}
+    cid = checkpoint_id or f"ckpt-{secrets.token_hex(4)}"  # lineage.record_checkpoint's form
     with Store(db) as store:
-        cid = lineage.record_checkpoint(
-            store, trainer=trainer, base_model=base, path=str(out.resolve()), dataset_id=dataset_id,
-            config={"model": model, **options}, metrics=metrics, checkpoint_id=checkpoint_id,
-            parent_id=_parent(store, base), **extra,
-        )
+        parent = _parent(store, base)
     card = {"id": cid, "trainer": trainer, "base_model": base, "dataset_id": dataset_id, **extra, "metrics": metrics}
-    (out / "clawsdk-checkpoint.json").write_text(json.dumps(card, indent=2) + "\n")
+    (stage / "clawsdk-checkpoint.json").write_text(json.dumps(card, indent=2) + "\n")
+    if stage != out:
+        try:
+            os.rename(stage, out)  # fails, rather than replaces, if something non-empty appeared meanwhile
+        except OSError as e:
+            _STAGED.discard(stage)  # trained weights: kept for the user to move
+            raise FileExistsError(
+                f"{out} was filled while this run trained: its checkpoint is left in {stage}; "
+                f"rename that to a new folder"
+            ) from e
+        _STAGED.discard(stage)
+    try:
+        with Store(db) as store:
+            lineage.record_checkpoint(
+                store, trainer=trainer, base_model=base, path=str(out.resolve()), dataset_id=dataset_id,
+                config={"model": model, **options}, metrics=metrics, checkpoint_id=cid,
+                parent_id=parent, **extra,
+            )
+    except BaseException:
+        log.error("%s is a whole checkpoint (card %s) but the store did not record it", out, cid)
+        raise
     return cid
 
 

@@ -21,6 +21,7 @@ from clawsdk_plugins.train_common import (
     _lora_config,
     _record_checkpoint,
     _save,
+    _stage_out,
     checkpointing_arg,
     plan_step,
     resolve_base,
@@ -278,6 +279,7 @@ class TrlGrpoTrainer:
             )
         ds = datasets.Dataset.from_list([{"prompt": r["prompt"], "task_hash": r["task_hash"]} for r in rows])
         base = resolve_base(self.model)
+        stage = _stage_out(out, base)  # refuses a used -o or the base's folder before training
         model, tok = _load_model(base, o["threads"])
         cuda = _device() == "cuda"
         use_vllm = self._use_vllm()
@@ -289,7 +291,7 @@ class TrlGrpoTrainer:
                                           split=False)
         log.info("trl-grpo: activation checkpointing %s (%s)", "on" if checkpointing else "off", why)
         args = GRPOConfig(
-            output_dir=str(out / "trainer"),
+            output_dir=str(stage / "trainer"),
             per_device_train_batch_size=g * o["tasks_per_step"],
             num_generations=g,
             max_steps=o["max_steps"],
@@ -334,7 +336,7 @@ class TrlGrpoTrainer:
         t0 = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t0
-        weights = _save(trainer, tok, out, o["lora"])
+        weights = _save(trainer, tok, stage, o["lora"])
         history = trainer.state.log_history
         rewards = [h["reward"] for h in history if "reward" in h]
         metrics = {
@@ -356,7 +358,7 @@ class TrlGrpoTrainer:
             "weights_sha256": weights,
         }
         cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id,
-                                 runs=self.runs)
+                                 runs=self.runs, stage=stage)
         return TrainResult(
             checkpoint_id=cid, path=out, dataset_id=dataset_id, metrics=metrics, runs=self.runs
         )

@@ -22,6 +22,7 @@ from clawsdk_plugins.train_common import (
     _losses,
     _record_checkpoint,
     _save,
+    _stage_out,
     checkpointing_arg,
     plan_step,
     resolve_base,
@@ -128,6 +129,7 @@ class TrlSftTrainer:
             dataset_id, folder = _dataset_ref(store, dataset)
         rows = load_rows(folder)
         base = resolve_base(self.model)
+        stage = _stage_out(out, base)  # refuses a used -o or the base's folder before training
         model, tok = _load_model(base, o["threads"])
         cols, skipped = self.encode(rows, tok)
         if not cols["input_ids"]:
@@ -142,7 +144,7 @@ class TrlSftTrainer:
         log.info("trl-sft: batch %d as micro-batches of %d, activation checkpointing %s (%s)", o["batch_size"],
                  micro, "on" if checkpointing else "off", why)
         args = SFTConfig(
-            output_dir=str(out / "trainer"),
+            output_dir=str(stage / "trainer"),
             per_device_train_batch_size=micro,
             gradient_accumulation_steps=o["grad_accum"] * (o["batch_size"] // micro),
             num_train_epochs=o["epochs"],
@@ -168,7 +170,7 @@ class TrlSftTrainer:
         t0 = time.perf_counter()
         trainer.train()
         train_s = time.perf_counter() - t0
-        weights = _save(trainer, tok, out, o["lora"])
+        weights = _save(trainer, tok, stage, o["lora"])
         history = trainer.state.log_history
         losses = _losses(history)
         n_tokens = sum(len(x) for x in cols["input_ids"])
@@ -188,7 +190,8 @@ class TrlSftTrainer:
             "memory_plan": why,
             "weights_sha256": weights,
         }
-        cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id)
+        cid = _record_checkpoint(db, self.name, self.model, o, base, out, dataset_id, metrics, checkpoint_id,
+                                 stage=stage)
         return TrainResult(checkpoint_id=cid, path=out, dataset_id=dataset_id, metrics=metrics)
 
 
