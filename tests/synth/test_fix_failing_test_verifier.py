@@ -131,8 +131,8 @@ def _oracle_edits(task):
 def test_the_fix_slugify_bug_example_cannot_be_passed_by_ending_the_tests_process_or_peeking(tmp_path):
     """The example a task author copies: its checks ran the agent's package in the tests' process, and an
     os._exit(0) in textutils/__init__.py scored 1.0 with the bug still there; so did a slugify that read
-    the expected slugs from the hidden check while it ran. Each now scores what doing nothing scores (the
-    untouched tests' check)."""
+    the expected slugs from the hidden check while it ran. Each now scores what doing nothing scores: 0 (the
+    untouched tests' check counts only with the fix, `only_with`)."""
     from clawsdk.tasks.sources import load_tasks
     from tests.conftest import EXAMPLES
 
@@ -152,7 +152,7 @@ def test_the_fix_slugify_bug_example_cannot_be_passed_by_ending_the_tests_proces
         "    return 'no-peek'\n")}}])
     rewards = [run_sync([task], agent=agent, db=tmp_path / f"{i}.db", retries=0).outcomes[0].reward
                for i, agent in enumerate(["oracle", ScriptedAgent([]), ended, peek])]
-    assert rewards == [1.0, 0.25, 0.25, 0.25]
+    assert rewards == [1.0, 0.0, 0.0, 0.0]
 
 
 def test_the_module_cannot_read_the_expected_values_while_it_answers(tmp_path):
