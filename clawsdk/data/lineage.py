@@ -13,6 +13,7 @@ __all__ = [
     "checkpoints",
     "dataset",
     "dataset_rows",
+    "new_checkpoint_id",
     "next_version",
     "record_checkpoint",
     "record_dataset",
@@ -64,6 +65,11 @@ def record_dataset(
     return dataset_id
 
 
+def new_checkpoint_id() -> str:
+    """A fresh checkpoint id (`ckpt-` and 8 hex digits)."""
+    return f"ckpt-{secrets.token_hex(4)}"
+
+
 def record_checkpoint(
     store: Store,
     *,
@@ -77,7 +83,7 @@ def record_checkpoint(
     metrics: dict | None = None,
     checkpoint_id: str | None = None,
 ) -> str:
-    cid = checkpoint_id or f"ckpt-{secrets.token_hex(4)}"
+    cid = checkpoint_id or new_checkpoint_id()
     with store.transaction():
         store.db.execute(
             "INSERT INTO checkpoints (id, created_at, trainer, base_model, parent_id, dataset_id, path, runs, config, "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawsdk.models import toolcalls
-from clawsdk.models.completion import _content
+from clawsdk.models.completion import content_text
 
 __all__ = ["PromptStyle", "Trajectory", "new_call_id", "tool_calls_answered", "tool_listing",
            "trajectory_from_events"]
@@ -105,7 +105,7 @@ def _text(content: Any, where: str) -> str | None:
             kind = part.get("type", "text") if isinstance(part, dict) else type(part).__name__
             if kind != "text":
                 raise ValueError(f"{where}[{j}] is a {kind!r} part, not text: nothing to train on as text")
-    return _content(content, where)
+    return content_text(content, where)
 
 
 def _message(message: dict[str, Any], where: str) -> dict[str, Any]:

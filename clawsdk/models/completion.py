@@ -56,7 +56,7 @@ def _ints(value: Any, where: str) -> list[int] | None:
     return value
 
 
-def _content(value: Any, where: str) -> str | None:
+def content_text(value: Any, where: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list):  # content parts, as some servers answer
@@ -88,7 +88,8 @@ def _tool_call(call: Any, where: str) -> dict[str, Any]:
 def read_message(message: Any, where: str = "choices[0].message") -> dict[str, Any]:
     """An assistant message with checked types (tool_calls normalized; `id` may be None)."""
     _expect(message, dict, where, "an object")
-    out: dict[str, Any] = {"role": "assistant", "content": _content(message.get("content"), f"{where}.content")}
+    content = content_text(message.get("content"), f"{where}.content")
+    out: dict[str, Any] = {"role": "assistant", "content": content}
     calls = message.get("tool_calls")
     if calls is not None:
         _expect(calls, list, f"{where}.tool_calls", "a list")

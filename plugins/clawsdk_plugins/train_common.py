@@ -204,7 +204,7 @@ def _record_checkpoint(db: Any, trainer: str, model: str, options: dict, base: s
     out = Path(out)
     stage = Path(stage) if stage is not None else out
     extra = {"runs": runs} if runs is not None else {}
-    cid = checkpoint_id or f"ckpt-{secrets.token_hex(4)}"  # lineage.record_checkpoint's form
+    cid = checkpoint_id or lineage.new_checkpoint_id()  # known before the card is written
     with Store(db) as store:
         parent = _parent(store, base)
     card = {"id": cid, "trainer": trainer, "base_model": base, "dataset_id": dataset_id, **extra, "metrics": metrics}
