@@ -44,7 +44,7 @@ class Recorder:
         self.n_model_calls = 0
         self.keep = keep or writer is None
         self.kept: list[dict] = []
-        self.remote_seqs: dict[int, int] = {}  # record_rows: the seq an event had where it was recorded -> here
+        self.remote_seqs: dict[int, int] = {}  # record_rows: a seq that moved, where it was recorded -> here
 
     def _number(self, kind: str, ts: str, duration_ms: float | None, payload: dict | None,
                 raw: str | None) -> tuple:
@@ -79,7 +79,8 @@ class Recorder:
         """
         out = []
         for _rid, _attempt, seq, kind, ts, ms, raw in rows:
-            self.remote_seqs[seq] = self.seq
+            if seq != self.seq:  # only then can a payload name a seq that moved
+                self.remote_seqs[seq] = self.seq
             out.append(self._number(kind, ts, ms, None, self._relinked(kind, raw)))
         if out and self.writer is not None:
             await self.writer.events(out)
@@ -87,7 +88,7 @@ class Recorder:
     def _relinked(self, kind: str, raw: str | None) -> str | None:
         """`raw` with the seq it names (a result's call, a reply's request) as this recorder numbered it."""
         key = LINKS.get(kind)
-        if key is None or raw is None:
+        if key is None or raw is None or not self.remote_seqs:  # numbered as here: nothing to parse
             return raw
         payload = json.loads(raw)
         seq = payload.get(key) if isinstance(payload, dict) else None
