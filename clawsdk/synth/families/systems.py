@@ -123,14 +123,16 @@ extension{" in lower case" if level == 3 else ""}. Keep the files' contents as t
 """
         if level == 3:
             instruction += "Leave any file that does not follow that naming pattern exactly as it is.\n"
+        # an old name being gone, or a look-alike left alone, counts only beside a file renamed right:
+        # deleting every file, or doing nothing, earns nothing
         checks = []
         for old, new in renames:
-            checks.append({"type": "text_equals", "name": f"{new} has the content of {old}", "path": new,
-                           "text": files[old], "strip": False})
-            checks.append({"type": "file_absent", "path": old})
+            moved = f"{new} has the content of {old}"
+            checks.append({"type": "text_equals", "name": moved, "path": new, "text": files[old], "strip": False})
+            checks.append({"type": "file_absent", "path": old, "only_with": moved})
         for name in keep:
             checks.append({"type": "text_equals", "name": f"{name} untouched", "path": name, "text": files[name],
-                           "strip": False})
+                           "strip": False, "only_with": checks[0]["name"]})
         dirs = sorted({str(PurePosixPath(new).parent) for _, new in renames} - {folder})
         steps = ([f"mkdir -p {' '.join(shlex.quote(d) for d in dirs)}"] if dirs else []) + \
             [f"mv {shlex.quote(o)} {shlex.quote(n)}" for o, n in renames]
