@@ -79,27 +79,34 @@ def show_command(path, task_id):
 @click.argument("paths", nargs=-1, required=True)
 @sandbox_option()
 @concurrency_option(4, "Tasks validated at once.")
+@click.option("--no-cheap", is_flag=True,
+              help="Skip the cheap agents (wipe the workspace, empty or copied deliverables).")
 @click.option("--json", "as_json", is_flag=True)
 @friendly_errors
-def validate_command(paths, sandbox, concurrency, as_json):
-    """Check each task: it parses, its untouched workspace fails, its reference solution passes."""
+def validate_command(paths, sandbox, concurrency, no_cheap, as_json):
+    """Check each task: it parses, its untouched workspace fails, its reference solution passes, and no
+    cheap agent (one that wipes the workspace, or leaves an empty or copied file where the deliverable
+    goes) passes, scores above the untouched workspace, or makes the verifier fail."""
     tasks, errors = load_all(paths)
+    from dataclasses import asdict
+
     from clawsdk.tasks.validate import validate_tasks
 
-    results = anyio.run(lambda: validate_tasks(tasks, sandbox, concurrency))
+    results = anyio.run(lambda: validate_tasks(tasks, sandbox, concurrency, cheap=not no_cheap))
     if as_json:
         click.echo(json.dumps({
-            "tasks": [r.__dict__ | {"ok": r.ok, "problem": r.problem} for r in results],
+            "tasks": [asdict(r) | {"ok": r.ok, "problem": r.problem} for r in results],
             "errors": [{"path": e.path, "field": e.field, "message": e.message} for e in errors],
         }, indent=2))
     else:
         table = Table()
-        for col in ("task", "untouched", "solution", "result"):
+        for col in ("task", "untouched", "solution", "cheap agents", "result"):
             table.add_column(col)
         for r in results:
             sol = "-" if not r.has_solution else (r.solution_error and "error") or fmt_reward(r.solution_score)
             base = "error" if r.baseline_error else fmt_reward(r.baseline_score)
-            table.add_row(escape(r.task_id), base, sol,
+            cheap = " ".join(f"{p.agent} {'error' if p.error else fmt_reward(p.score)}" for p in r.cheap) or "-"
+            table.add_row(escape(r.task_id), base, sol, cheap,
                           "[green]ok[/green]" if r.ok else f"[red]{escape(r.problem)}[/red]")
         console.print(table)
         ok = sum(r.ok for r in results)

@@ -237,14 +237,6 @@ def build_task(task_id: str, draft: Draft, files: dict[str, str], check_py: str,
     )
 
 
-class _Untouched:
-    name = "untouched"
-    model = None
-
-    async def run(self, ctx: Any) -> None:
-        return None
-
-
 @dataclass
 class GateRun:
     score: float | None
@@ -269,17 +261,20 @@ async def _attempt(task: Task, agent: Any, sandbox: str) -> GateRun:
 
 
 async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
-    """Run the verifier on the untouched workspace and after the reference solution, in `sandbox`:
-    both are model-written code, so `auto` is bwrap where it works.
+    """Run the verifier on the untouched workspace, after the reference solution and after each cheap agent
+    (clawsdk.tasks.probes), in `sandbox`: all are model-written code, so `auto` is bwrap where it works.
 
     Raises GateFailure with what went wrong (fed back to the model in a repair round).
     """
+    from clawsdk.plugins import get_registry
     from clawsdk.runtime.oracle import OracleAgent
+    from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
+    from clawsdk.tasks.probes import Idle, probe_task
 
     sandbox = choose_sandbox(sandbox)
 
-    base = await _attempt(task, _Untouched(), sandbox)
+    base = await _attempt(task, Idle(), sandbox)
     out: dict[str, Any] = {"untouched_score": base.score}
     if base.error:
         raise GateFailure(f"on the untouched workspace the verifier failed to run: {base.error}; {base.detail}")
@@ -294,4 +289,12 @@ async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
         if sol.score is None or sol.score < task.verifier.pass_threshold:
             raise GateFailure(f"after the correct reference solution check.py scored {sol.score:g}; it must "
                               f"score 1. Its output: {sol.detail}")
+    registry = get_registry()
+    make = registry.get("sandboxes", sandbox)
+    probes = await probe_task(task, lambda: make(SandboxConfig()), registry)
+    out["cheap_scores"] = {p.agent: p.score for p in probes}
+    problem = next((p for p in (c.problem(0.0) for c in probes) if p), "")
+    if problem:
+        raise GateFailure(f"check.py rewards an agent that did no work: {problem}. It must score 0 unless the "
+                          "deliverables hold the right answer")
     return out

@@ -78,7 +78,8 @@ async def synthesize_procedural(families: Sequence[Family], n: int, seed: int, o
                                 records: SynthRecords | None, run_id: str, difficulty: str = "mixed",
                                 validate: bool = True, sandbox: str = "auto", concurrency: int = 4,
                                 progress: Progress | None = None) -> SynthResult:
-    """Generate, validate (untouched fails, reference passes) and write n tasks, recording each stage.
+    """Generate, validate (untouched fails, reference passes, cheap agents earn nothing) and write n tasks,
+    recording each stage.
 
     A rerun with the same run_id skips candidates that already reached a final status.
     """
@@ -134,13 +135,17 @@ async def synthesize_procedural(families: Sequence[Family], n: int, seed: int, o
                 note(cid, "untouched_fails", "pass" if base_ok else "fail",
                      "" if base_ok else v.problem, {"score": v.baseline_score, "error": v.baseline_error},
                      duration_s=took)
+                sol_ok = base_ok and v.has_solution and not v.solution_error and bool(v.solution_passed)
                 if base_ok:
-                    sol_ok = v.ok
                     note(cid, "reference_passes", "pass" if sol_ok else "fail", "" if sol_ok else v.problem,
                          {"score": v.solution_score, "error": v.solution_error})
+                if sol_ok:
+                    note(cid, "cheap_agents_fail", "pass" if v.ok else "fail", "" if v.ok else v.problem,
+                         {p.agent: {"score": p.score, "error": p.error} for p in v.cheap})
                 if not v.ok:
-                    status, stage, reason = "rejected", ("untouched_fails" if not base_ok else "reference_passes"), \
-                        v.problem
+                    stage = "untouched_fails" if not base_ok else "reference_passes" if not sol_ok else \
+                        "cheap_agents_fail"
+                    status, reason = "rejected", v.problem
             if status == "accepted":
                 note(cid, "assemble", "pass", str(save_task(task, task_folder(out, task))))
                 result.accepted += 1

@@ -1,9 +1,10 @@
-"""Validation of a task: the untouched workspace must fail its verifier, the reference solution pass it."""
+"""Validation of a task: the untouched workspace must fail its verifier, the reference solution pass it, and
+no cheap agent (clawsdk.tasks.probes) may earn credit."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 
@@ -13,6 +14,7 @@ from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import Task
+from clawsdk.tasks.probes import Idle, Probe, probe_task
 
 
 @dataclass
@@ -26,6 +28,7 @@ class Validation:
     baseline_passed: bool = False
     solution_passed: bool | None = None
     baseline_max: float | None = None  # verifier.untouched_score_max (ClawGym-style tasks: 0)
+    cheap: list[Probe] = field(default_factory=list)  # the cheap agents run (none when cheap=False)
 
     @property
     def ok(self) -> bool:
@@ -44,18 +47,13 @@ class Validation:
             return f"reference solution run failed: {self.solution_error}"
         if self.has_solution and not self.solution_passed:
             return f"the reference solution does not pass (score {self.solution_score:.2f})"
-        return ""
+        return next((p for p in (c.problem(self.baseline_score or 0.0) for c in self.cheap) if p), "")
 
 
-class _Idle:
-    name = "untouched"
-    model = None
-
-    async def run(self, ctx) -> None:
-        return None
-
-
-async def validate_task(task: Task, sandbox: str = "auto", config: SandboxConfig | None = None) -> Validation:
+async def validate_task(task: Task, sandbox: str = "auto", config: SandboxConfig | None = None, *,
+                        cheap: bool = True) -> Validation:
+    """Run the task's verifier after doing nothing, after the reference solution and (`cheap`) after each
+    cheap agent; `Validation.problem` says the first thing wrong."""
     registry = get_registry()
     from clawsdk.sandbox.capabilities import choose_sandbox
 
@@ -64,7 +62,7 @@ async def validate_task(task: Task, sandbox: str = "auto", config: SandboxConfig
     cfg = config or SandboxConfig()
     v = Validation(task_id=task.id, has_solution=bool(task.solution),
                    baseline_max=(task.verifier.model_extra or {}).get("untouched_score_max"))
-    base = await attempt_rollout(task, _Idle(), lambda: make(cfg), Recorder(None, "validate"), registry)
+    base = await attempt_rollout(task, Idle(), lambda: make(cfg), Recorder(None, "validate"), registry)
     if base.kind is FailureKind.OK and base.verdict:
         v.baseline_score, v.baseline_passed = base.verdict.score, base.verdict.passed
     else:
@@ -77,17 +75,19 @@ async def validate_task(task: Task, sandbox: str = "auto", config: SandboxConfig
             v.solution_score, v.solution_passed = sol.verdict.score, sol.verdict.passed
         else:
             v.solution_error = sol.error or sol.kind.value
+    if cheap and not v.problem:
+        v.cheap = await probe_task(task, lambda: make(cfg), registry)
     return v
 
 
 async def validate_tasks(tasks: Sequence[Task], sandbox: str = "auto", concurrency: int = 4,
-                         config: SandboxConfig | None = None) -> list[Validation]:
+                         config: SandboxConfig | None = None, *, cheap: bool = True) -> list[Validation]:
     results: dict[int, Validation] = {}
     limiter = anyio.CapacityLimiter(concurrency)
 
     async def one(i: int, task: Task) -> None:
         async with limiter:
-            results[i] = await validate_task(task, sandbox, config)
+            results[i] = await validate_task(task, sandbox, config, cheap=cheap)
 
     async with anyio.create_task_group() as tg:
         for i, task in enumerate(tasks):

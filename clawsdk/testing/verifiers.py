@@ -28,16 +28,9 @@ from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import Task
+from clawsdk.tasks.probes import Idle
 from clawsdk.testing.report import Report
 from clawsdk.verify.verdict import Verdict, VerifyContext
-
-
-class _Untouched:
-    name = "untouched"
-    model = None
-
-    async def run(self, ctx: Any) -> None:
-        return None
 
 
 def _registry_with(kind: str, name: str, factory: Any) -> Registry:
@@ -74,7 +67,7 @@ def check_verifier(task: Task, factory: Callable[[Any], Any] | None = None, *, s
     threshold = getattr(task.verifier, "pass_threshold", None)
 
     async def main() -> None:
-        for what, agent, want in (("untouched workspace", _Untouched(), False),
+        for what, agent, want in (("untouched workspace", Idle(), False),
                                   ("after the reference solution", OracleAgent(), True)):
             r = await attempt_rollout(task, agent, lambda: make(SandboxConfig()), Recorder(None, "kit"), registry)
             v = r.verdict

@@ -80,7 +80,8 @@ def test_cli_writes_valid_tasks_records_every_gate_and_resumes(tmp_path):
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["status"] == {"accepted": 14} and report["validity"] == 1.0
-    assert dict(report["gates"]) == {"generate": 14, "untouched_fails": 14, "reference_passes": 14, "assemble": 14}
+    assert dict(report["gates"]) == {"generate": 14, "untouched_fails": 14, "reference_passes": 14,
+                                     "cheap_agents_fail": 14, "assemble": 14}
     assert len(report["groups"]) == len(FAMILIES)
     folders = sorted(p.name for p in out.iterdir())
     assert len(folders) == 14 and len({load_task(out / f).hash for f in folders}) == 14

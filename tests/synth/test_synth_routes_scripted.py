@@ -283,3 +283,45 @@ def test_a_check_that_runs_the_agents_program_is_sent_back_to_use_agent_run(tmp_
         "input_files": [], "reference_solution": None}), {f.path: f.text for f in task.workspace},
         RUNS_THE_AGENTS_SCRIPT, list(task.tools or []), {}, {})
     assert score(ungated, PEEK_TOTALS_PY) == 1.0
+
+
+#: a check.py that gives half the score for totals.json being there at all
+CREDIT_FOR_A_FILE = """```python
+import json, os
+if not os.path.exists("totals.json"):
+    print(0.0)
+    raise SystemExit
+try:
+    data = json.load(open("totals.json"))
+except Exception:
+    print(0.5)
+    raise SystemExit
+print(1.0 if data == {"food": 12.5, "travel": 30} else 0.5)
+```"""
+
+
+class CreditForAFile(Script):
+    def __call__(self, messages: list[dict]) -> str | int:
+        last = messages[-1]["content"]
+        whole = "\n".join(m.get("content") or "" for m in messages)
+        if "Write a Python 3 program check.py" in whole and "failed its execution test" not in last \
+                and "rubric rules" not in whole:
+            return CREDIT_FOR_A_FILE
+        return super().__call__(messages)
+
+
+def test_a_check_that_rewards_an_empty_deliverable_is_sent_back(tmp_path, scripted_server):
+    """The untouched workspace scores 0 under this check.py, but an empty totals.json scores 0.5: the gate's
+    cheap agents find it and send it back for repair, and the repaired check is accepted."""
+    server = scripted_server(CreditForAFile())
+    out, db = tmp_path / "out", tmp_path / "synth.db"
+    result = invoke(route_args("persona", server, out, db, ["--json", "--n", "1", "--no-rubric"]))
+    assert json.loads(result.stdout)["status"] == {"accepted": 1}, result.output
+    with Store(db) as store:
+        records = SynthRecords(store)
+        (cand,) = records.candidates("persona-test")
+        verifier = [s for s in records.stages(cand["id"]) if s["stage"] == "verifier"]
+    assert [s["verdict"] for s in verifier] == ["repair", "pass"]
+    assert "rewards an agent that did no work" in verifier[0]["detail"]
+    assert "'empty' agent" in verifier[0]["detail"] and "0.50" in verifier[0]["detail"]
+    assert verifier[1]["output"]["cheap_scores"] == {"wipe": 0.0, "empty": 0.0, "copy": 0.0}
