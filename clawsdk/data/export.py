@@ -547,12 +547,35 @@ def check_row(row: Any, kind: str, where: str) -> None:
                 raise ValueError(f"{where}: {key}[{i}].content: not text; {redo}")
             if m.get("tool_calls") is not None and not isinstance(m["tool_calls"], list):
                 raise ValueError(f"{where}: {key}[{i}].tool_calls: not a list; {redo}")
+            for j, call in enumerate(m.get("tool_calls") or []):
+                problem = _call_problem(call)
+                if problem:
+                    raise ValueError(f"{where}: {key}[{i}].tool_calls[{j}]{problem}; {_CALL_SHAPE}: fix the row "
+                                     f"or {redo}")
     tools = row.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise ValueError(f"{where}: tools: a {type(tools).__name__}, not a list of function specs; {redo}")
 
 
 _REDO = "export the dataset again with `clawsdk data export`"
+_CALL_SHAPE = 'a tool call is {"type": "function", "function": {"name": TOOL, "arguments": an object or its JSON text}}'
+
+
+def _call_problem(call: Any) -> str | None:
+    """What is wrong with one tool call of a row (`.field: why`), or None. A hand-edited call without a name
+    failed deep inside the chat template after the model loaded; arguments that were a list trained as is.
+    Arguments may be an object, text (JSON, or a call cut short, exported as written) or absent."""
+    if not isinstance(call, dict):
+        return f": a {type(call).__name__}, not a tool call"
+    fn = call.get("function")
+    if not isinstance(fn, dict):
+        return ".function: missing or not an object"
+    if not isinstance(fn.get("name"), str) or not fn["name"].strip():
+        return f".function.name: missing or not a tool name ({fn.get('name')!r})"
+    args = fn.get("arguments")
+    if args is not None and not isinstance(args, (dict, str)):
+        return f".function.arguments: a {type(args).__name__}, not a JSON object or a JSON string"
+    return None
 
 
 def _check_count(manifest: dict[str, Any], n: int, where: Path, what: str) -> None:
