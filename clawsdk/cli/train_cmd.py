@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from clawsdk.cli.common import Finite, announce_sandbox, console, db_option, friendly_errors, parse_options
+from clawsdk.cli.common import (
+    Finite, announce_sandbox, console, db_option, err_console, friendly_errors, parse_options,
+)
 from clawsdk.cli.options import concurrency_option, opts_option, sandbox_option, trainer_options
 from clawsdk.store.store import Store
 
@@ -36,10 +39,40 @@ def _steps(value: int, param: click.Parameter) -> int:
     return value
 
 
+def _n(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
 def _report(result, what: str) -> None:
     m = result.metrics
-    console.print(f"[green]trained[/green] {result.checkpoint_id} ({what}) -> {escape(str(result.path))}")
-    console.print("  " + ", ".join(f"{k} {v}" for k, v in m.items()))
+    shown: set[str] = set()
+    flat = bool(m.get("groups")) and m.get("groups_equal_reward") == m["groups"]
+    head = "[yellow]did not learn[/yellow]" if flat else "[green]trained[/green]"
+    console.print(f"{head} {result.checkpoint_id} ({what}) -> {escape(str(result.path))}")
+    if "examples_seen" in m:  # what was trained on, beside the dataset's size: --max-steps may stop short
+        line = (f"  trained on: {_n(m['steps'], 'step')}, {_n(m['examples_seen'], 'example')}, "
+                f"{_n(m['tokens_seen'], 'token')} (the dataset: {_n(m['examples'], 'example')}, "
+                f"{_n(m['tokens'], 'token')})")
+        if m["examples_seen"] < m["examples"]:
+            line += f"; {m['examples'] - m['examples_seen']} of its examples were not trained on"
+        console.print(line)
+        shown |= {"steps", "examples_seen", "tokens_seen", "examples", "tokens"}
+    if m.get("groups") and not flat:
+        equal = m["groups_equal_reward"]
+        others = f" ({equal} without one had no gradient)" if equal else ""
+        console.print(f"  reward spread in {m['groups'] - equal} of {m['groups']} groups{others}")
+    console.print("  " + ", ".join(f"{k} {v}" for k, v in m.items() if k not in shown))
+    if flat:  # all advantages 0: the checkpoint is the starting weights, and exit 1 says so to scripts
+        group = f"{m.get('rollouts', 0) // m['groups']} rollouts of one task"
+        err_console.print(
+            f"[red]warning:[/red] no group had a reward spread: in each of the {_n(m['groups'], 'group')} "
+            f"({group}) every rollout scored the same (mean reward {m.get('mean_reward')}), so every "
+            f"advantage was 0 and the policy did not move: {escape(str(result.path))} holds the starting "
+            f"model's weights. To give GRPO a reward to learn from, use more rollouts per task (-G), a "
+            f"harder or easier mix of tasks (ones the model passes sometimes, not always or never), or "
+            f"more varied samples (--opt temperature=1.2)."
+        )
+        sys.exit(1)
     console.print(
         f"  evaluate it: clawsdk run TASKS --agent tool-loop --model transformers:{escape(str(result.path))}"
     )

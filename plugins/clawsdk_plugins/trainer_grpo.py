@@ -62,6 +62,12 @@ def _policy_model(trainer: Any, **options: Any) -> Any:
     return model
 
 
+def _spread(rewards: list) -> bool:
+    """Whether a group's scored rewards differ (unscored rollouts, None, take no part, as in TRL)."""
+    scored = [r for r in rewards if r is not None]
+    return len(scored) > 1 and max(scored) - min(scored) > 1e-9
+
+
 class TrlGrpoTrainer:
     """GRPO where each completion is a whole clawsdk rollout: the tool-loop agent, driven by the policy
     being trained, works the task in a fresh sandbox through the task's MCP tools, and the verifier's
@@ -319,7 +325,10 @@ class TrlGrpoTrainer:
                 self._clawsdk_inputs = inputs
                 return super()._generate_and_score_completions(inputs)
 
+        groups: list[list] = []  # each group's rewards, as TRL groups them: G rows in a row
+
         def clawsdk_verifier(prompts: list, completions: list, clawsdk_reward: list, **_: Any) -> list:
+            groups.extend(clawsdk_reward[i:i + g] for i in range(0, len(clawsdk_reward), g))
             return list(clawsdk_reward)
 
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -339,9 +348,17 @@ class TrlGrpoTrainer:
         weights = _save(trainer, tok, stage, o["lora"])
         history = trainer.state.log_history
         rewards = [h["reward"] for h in history if "reward" in h]
+        equal = sum(1 for group in groups if not _spread(group))
+        if groups and equal == len(groups):
+            log.warning("trl-grpo: %d of %d groups had equal rewards: no advantage, no gradient, the "
+                        "policy did not move (try a larger -G, tasks the model passes sometimes, a higher "
+                        "temperature)", equal, len(groups))
         metrics = {
             "steps": trainer.state.global_step,
             "rollouts": len(self.episodes),
+            # a group whose scored rollouts all got the same reward has no advantage, so no gradient
+            "groups": len(groups),
+            "groups_equal_reward": equal,
             "mean_reward_first": rewards[0] if rewards else None,
             "mean_reward_last": rewards[-1] if rewards else None,
             # one step's mean is one group's (a few rollouts of one task): read halves, not the ends

@@ -127,7 +127,7 @@ class TrlSftTrainer:
         started = time.perf_counter()
         with Store(db) as store:
             dataset_id, folder = _dataset_ref(store, dataset)
-        rows = load_rows(folder)
+        rows = load_rows(folder)  # checked, tool calls too, before the model loads
         base = resolve_base(self.model)
         stage = _stage_out(out, base)  # refuses a used -o or the base's folder before training
         model, tok = _load_model(base, o["threads"])
@@ -164,7 +164,17 @@ class TrlSftTrainer:
             **checkpointing_arg(SFTConfig, checkpointing),
         )
         peft_config = _lora_config(o["lora_r"], o["lora_alpha"], o["lora_dropout"]) if o["lora"] else None
-        trainer = SFTTrainer(
+        seen = {"examples": 0, "tokens": 0}
+
+        class CountingSFTTrainer(SFTTrainer):
+            # what was trained on, not the dataset's size: --max-steps or part of an epoch sees fewer rows
+            def training_step(self, model, inputs, *args, **kwargs):
+                mask = inputs.get("attention_mask")
+                seen["examples"] += len(inputs["input_ids"])
+                seen["tokens"] += int(mask.sum()) if mask is not None else inputs["input_ids"].numel()
+                return super().training_step(model, inputs, *args, **kwargs)
+
+        trainer = CountingSFTTrainer(
             model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=peft_config
         )
         t0 = time.perf_counter()
@@ -176,7 +186,9 @@ class TrlSftTrainer:
         n_tokens = sum(len(x) for x in cols["input_ids"])
         metrics = {
             "steps": trainer.state.global_step,
-            "examples": len(cols["input_ids"]),
+            "examples_seen": seen["examples"],  # repeats counted: two epochs see each example twice
+            "tokens_seen": seen["tokens"],
+            "examples": len(cols["input_ids"]),  # the dataset's trainable rows
             "skipped": skipped,
             "tokens": n_tokens,
             "assistant_tokens": sum(sum(m) for m in cols["assistant_masks"]),
