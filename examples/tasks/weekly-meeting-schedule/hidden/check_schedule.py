@@ -2,7 +2,7 @@
 
 Without arguments: exit 0 when the file is well-formed (all six meetings, valid day
 and start), 1 otherwise. With --score: always exit 0 and print, as the last line, the
-fraction of rule checks satisfied (0.0 when the file is not well-formed).
+share of meetings that break no rule touching them (0.0 when the file is not well-formed).
 """
 import json
 import re
@@ -52,27 +52,31 @@ for name, v in sched.items():
 if not score_mode:
     finish(True, "well-formed")
 
-results = []
+# A meeting counts when every rule that touches it holds: a schedule written without reading the calendars
+# satisfied 93% of the individual rule checks (most of them hold by chance), and scored 0.95 without passing.
+wrong = {}  # meeting -> the first rule it breaks
 
 
-def rule(label, ok):
-    results.append((label, bool(ok)))
+def rule(label, ok, *meetings):
+    if not ok:
+        for name in meetings:
+            wrong.setdefault(name, label)
 
 
+names = list(slots)
 for name, (day, start, end) in slots.items():
     hours = range(start, end)
-    rule("%s inside core hours, not at lunch" % name, start >= 9 and end <= 17 and 12 not in hours)
+    rule("%s inside core hours, not at lunch" % name, start >= 9 and end <= 17 and 12 not in hours, name)
     for person in MEETINGS[name][1]:
         busy = BUSY[person].get(DAYS[day], ())
-        rule("%s: %s available" % (name, person), not any(h in busy for h in hours))
-names = list(slots)
+        rule("%s: %s available" % (name, person), not any(h in busy for h in hours), name)
 for i, a in enumerate(names):
     for b in names[i + 1:]:
         shared = set(MEETINGS[a][1]) & set(MEETINGS[b][1])
         da, sa, ea = slots[a]
         db, sb, eb = slots[b]
         if shared:
-            rule("%s / %s do not overlap" % (a, b), da != db or ea <= sb or eb <= sa)
+            rule("%s / %s do not overlap" % (a, b), da != db or ea <= sb or eb <= sa, a, b)
 
 
 def t(name, which):
@@ -80,16 +84,18 @@ def t(name, which):
     return day * 24 + (start if which == "start" else end)
 
 
-rule("kickoff first", all(t("Sprint kickoff", "end") <= t(n, "start") for n in names if n != "Sprint kickoff"))
-rule("retro last", all(t("Retro", "start") >= t(n, "end") for n in names if n != "Retro"))
-rule("design review not on kickoff day", slots["Design review"][0] != slots["Sprint kickoff"][0])
-rule("client demo Thu/Fri morning", slots["Client demo"][0] in (3, 4) and slots["Client demo"][2] <= 12)
-rule("1:1 not on design review day", slots["Ana/Dev 1:1"][0] != slots["Design review"][0])
+rule("kickoff first", all(t("Sprint kickoff", "end") <= t(n, "start") for n in names if n != "Sprint kickoff"),
+     "Sprint kickoff")
+rule("retro last", all(t("Retro", "start") >= t(n, "end") for n in names if n != "Retro"), "Retro")
+rule("design review not on kickoff day", slots["Design review"][0] != slots["Sprint kickoff"][0], "Design review")
+rule("client demo Thu/Fri morning", slots["Client demo"][0] in (3, 4) and slots["Client demo"][2] <= 12,
+     "Client demo")
+rule("1:1 not on design review day", slots["Ana/Dev 1:1"][0] != slots["Design review"][0], "Ana/Dev 1:1")
 for person in BUSY:
     for day in range(5):
-        total = sum(e - s for n, (d, s, e) in slots.items() if d == day and person in MEETINGS[n][1])
-        rule("%s at most 3h on %s" % (person, DAYS[day]), total <= 3)
+        theirs = [n for n, (d, s, e) in slots.items() if d == day and person in MEETINGS[n][1]]
+        total = sum(slots[n][2] - slots[n][1] for n in theirs)
+        rule("%s at most 3h on %s" % (person, DAYS[day]), total <= 3, *theirs)
 
-failed = [label for label, ok in results if not ok]
-score = sum(ok for _, ok in results) / len(results)
-finish(not failed, "violations: %s" % ("; ".join(failed) if failed else "none"), score)
+score = 1 - len(wrong) / len(MEETINGS)
+finish(not wrong, "violations: %s" % ("; ".join("%s (%s)" % kv for kv in sorted(wrong.items())) or "none"), score)
