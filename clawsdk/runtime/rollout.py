@@ -93,6 +93,7 @@ async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Reg
         with anyio.fail_after(task.limits.verifier_timeout_s):
             if await verifier.before_hidden(ctx):
                 await _end_turn(sandbox, recorder)  # what the agent's code left running must not see them
+            await sandbox.start_scoring()  # frees the room kept for scoring: no agent code runs from here
             if task.hidden:
                 ctx.hidden_path = await sandbox.inject_hidden(task.hidden)
             verdict = await verifier.verify(ctx)

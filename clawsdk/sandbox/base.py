@@ -194,6 +194,12 @@ class Sandbox(abc.ABC):
         r = await self.exec(["bash", "-c", _END_TURN], timeout=60)
         return sorted(p.removeprefix("./") for p in r.stdout.split("\0") if p)
 
+    async def start_scoring(self) -> None:
+        """Scoring starts: the agent's code (its turn, and what the verifier's `before_hidden` ran of it) has
+        stopped, and what runs from here is the verifier's. A backend that set room aside for scoring in a
+        disk quota frees it here: freed earlier, the agent's code a check runs could fill it again, and the
+        hidden files could not be written (verifier_error: the agent's doing made unscored)."""
+
     async def move_aside(self, path: str) -> str | None:
         """Rename what `path` names (a symlink itself, not its target) to a fresh name beside it.
 

@@ -110,7 +110,7 @@ class IsolatedHostDirSandbox(HostDirSandbox):
 
     def keep_scoring_room(self, task: Task) -> None:
         """In a root with a disk quota, set aside the room and the files scoring `task` will need, in a
-        folder outside every folder the isolated side sees; end_turn() frees it."""
+        folder outside every folder the isolated side sees; start_scoring() frees it."""
         if self.sandbox_root is not None and self.sandbox_root.mounted:
             pages = sum(-(-len(f.data) // 4096) * 4096 for f in task.hidden)
             folders = {str(p) for f in task.hidden for p in PurePosixPath(f.path).parents}
@@ -126,10 +126,9 @@ class IsolatedHostDirSandbox(HostDirSandbox):
                 log.warning("%s sandbox: no room kept for scoring in its disk quota (%s); an agent that fills "
                             "it may end unscored", self.name, e)
 
-    async def end_turn(self) -> list[str]:
-        if self.root is not None:  # a subclass stops the agent's processes before this runs
+    async def start_scoring(self) -> None:
+        if self.root is not None:  # the agent's processes were stopped by end_turn
             await anyio.to_thread.run_sync(remove_tree, self.root / ROOM)
-        return await super().end_turn()
 
     async def close(self) -> None:
         if self._closed:

@@ -224,6 +224,29 @@ def test_the_number_of_files_a_sandbox_may_hold_is_limited_by_default(backend, t
     assert totals == [IsolationOptions().files] * 2, out
 
 
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
+@pytest.mark.parametrize("fill", [FILL_BYTES, FILL_FILES], ids=["bytes", "files"])
+def test_the_agents_code_a_check_runs_cannot_fill_the_room_kept_for_scoring(backend, fill, tmp_path):
+    """A check's `agent_run` runs the agent's code after its turn. The room kept for scoring was freed when
+    the turn ended, so that code filled it again and the hidden files could not be written: verifier_error,
+    unscored, on every retry (found by a read-only audit). The room is now kept until that code has run."""
+    skip_unless_available(backend)
+    if os.geteuid() != 0:
+        pytest.skip("the disk quota is a tmpfs, mounted as root only (without root it is per file)")
+    from clawsdk.sandbox.base import SandboxConfig
+
+    task = load_tasks(make_task(tmp_path / "src", "fills", hidden={"expected.txt": "42\n"}, checks=[
+        {"type": "command", "name": "its output", "agent_run": "bash answer.sh",
+         "run": "grep -qx 42 && test -s \"$CLAWSDK_HIDDEN/expected.txt\""}])).tasks[0]
+    for answer_line, expected in (("echo 42", 1.0), ("echo 41", 0.0)):
+        script = f"cd ~ && {{ {fill}; }} >/dev/null 2>&1; {answer_line}\n"
+        db = tmp_path / f"fill-{expected}.db"
+        [o] = run_sync([task], agent=ScriptedAgent([{"tool": "write", "args": {"path": "answer.sh", "content": script}}]),
+                       db=db, sandbox=backend, retries=0,
+                       sandbox_config=SandboxConfig(extra={"disk_mb": 64, "files": 5000})).outcomes
+        assert o.kind.value == "ok" and o.reward == expected, o
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name, line", [("usercustomize.py", "import os; os.write(1, b'1.0\\n'); os._exit(0)"),
                                         ("x.pth", "import os; os.write(1, b'1.0\\n') and os._exit(0)")],
