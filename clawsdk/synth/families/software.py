@@ -120,7 +120,6 @@ class SemverBump(Family):
             log_lines.append(f"{sha()} {head}: {t}")
         old_v, new_v = ".".join(map(str, version)), ".".join(map(str, new))
         workspace = {"VERSION": old_v + "\n", "commits.txt": "\n".join(log_lines) + "\n"}
-        checks = [{"type": "text_equals", "name": f"VERSION is {new_v}", "path": "VERSION", "text": new_v}]
         instruction = f"""
 commits.txt lists the commits since release {old_v}, newest last, in Conventional Commits
 style ("type(scope): text"; a "!" after the type or scope marks a breaking change). Bump the
@@ -128,24 +127,28 @@ version in VERSION following semantic versioning: a breaking change bumps the ma
 otherwise a feat bumps the minor version, otherwise (fix, perf) the patch version.
 """
         solution = [read("VERSION"), read("commits.txt"), write("VERSION", new_v + "\n")]
-        if level >= 2:
-            def bullet(k, s, t, b):
-                return "- " + (f"**{s}:** " if s else "") + t + (" (BREAKING)" if b else "")
+        # at every level the changelog section too, and the version counts only beside it: a version alone is
+        # nearly a guess (a minor bump was right in 73% of the tasks that asked for nothing else)
 
-            feats = [bullet(*c) for c in commits if c[0] == "feat"]
-            fixes = [bullet(*c) for c in commits if c[0] in ("fix", "perf")]
-            section = f"## {new_v}\n"
-            if feats:
-                section += "\n### Features\n\n" + "\n".join(feats) + "\n"
-            if fixes:
-                section += "\n### Fixes\n\n" + "\n".join(fixes) + "\n"
-            old_log = (f"# Changelog\n\n## {old_v}\n\n### Fixes\n\n- {rng.choice(pools.VERBS)} "
-                       f"{rng.choice(pools.TOPICS)}\n")
-            workspace["CHANGELOG.md"] = old_log
-            expected = old_log.replace("# Changelog\n\n", "# Changelog\n\n" + section + "\n", 1)
-            checks.append({"type": "text_equals", "name": "CHANGELOG.md has the new section", "path": "CHANGELOG.md",
-                           "expected_file": "CHANGELOG.expected.md", "weight": 2})
-            instruction += f"""
+        def bullet(k, s, t, b):
+            return "- " + (f"**{s}:** " if s else "") + t + (" (BREAKING)" if b else "")
+
+        feats = [bullet(*c) for c in commits if c[0] == "feat"]
+        fixes = [bullet(*c) for c in commits if c[0] in ("fix", "perf")]
+        section = f"## {new_v}\n"
+        if feats:
+            section += "\n### Features\n\n" + "\n".join(feats) + "\n"
+        if fixes:
+            section += "\n### Fixes\n\n" + "\n".join(fixes) + "\n"
+        old_log = (f"# Changelog\n\n## {old_v}\n\n### Fixes\n\n- {rng.choice(pools.VERBS)} "
+                   f"{rng.choice(pools.TOPICS)}\n")
+        workspace["CHANGELOG.md"] = old_log
+        expected = old_log.replace("# Changelog\n\n", "# Changelog\n\n" + section + "\n", 1)
+        checks = [{"type": "text_equals", "name": "CHANGELOG.md has the new section", "path": "CHANGELOG.md",
+                   "expected_file": "CHANGELOG.expected.md", "weight": 2},
+                  {"type": "text_equals", "name": f"VERSION is {new_v}", "path": "VERSION", "text": new_v,
+                   "only_with": "CHANGELOG.md has the new section"}]
+        instruction += f"""
 Then add a section for the new version at the top of CHANGELOG.md (right under "# Changelog",
 above the {old_v} section), in the same layout as the existing one: "## <version>", then
 "### Features" listing the feat commits and "### Fixes" listing the fix and perf commits, in
@@ -153,16 +156,15 @@ commit order, one "- text" bullet each (leave out a heading with no entries; oth
 not listed). Separate headings and lists with one blank line, and end the section with a
 blank line.
 """
-            if level == 3:
-                instruction += ('A commit with a scope is listed as "- **scope:** text", and a breaking one gets '
-                                '" (BREAKING)" after its text.\n')
-            else:
-                instruction += 'A breaking commit gets " (BREAKING)" after its text.\n'
-            solution += [read("CHANGELOG.md"), edit("CHANGELOG.md", "# Changelog\n\n",
-                                                     "# Changelog\n\n" + section + "\n")]
-            return Spec(instruction, workspace, checks, solution, hidden={"CHANGELOG.expected.md": expected},
-                        tags=["semver", "changelog", "git"])
-        return Spec(instruction, workspace, checks, solution, tags=["semver"])
+        if level == 3:
+            instruction += ('A commit with a scope is listed as "- **scope:** text", and a breaking one gets '
+                            '" (BREAKING)" after its text.\n')
+        else:
+            instruction += 'A breaking commit gets " (BREAKING)" after its text.\n'
+        solution += [read("CHANGELOG.md"), edit("CHANGELOG.md", "# Changelog\n\n",
+                                                 "# Changelog\n\n" + section + "\n")]
+        return Spec(instruction, workspace, checks, solution, hidden={"CHANGELOG.expected.md": expected},
+                    tags=["semver", "changelog", "git"])
 
 
 FAMILIES = (FixFailingTest(), SemverBump())
