@@ -33,6 +33,14 @@ MIN_SHM_FREE = 512 * 1024 * 1024
 #: (EMFILE, ENFILE, EAGAIN: the runner's, shared by every rollout) is tried again, at most its own timeout
 SPAWN_RETRY_S = 10.0
 SPAWN_TRANSIENT = (errno.EMFILE, errno.ENFILE, errno.EAGAIN)
+#: where a command started here enters its folder from: the folder's descriptor, opened through the
+#: workspace's descriptors, as `/proc/self/fd/N` (the child's chdir follows it to that very folder, however
+#: long its path or whatever was renamed since); the folder's path where there is no /proc
+PROC_FDS = "/proc/self/fd"
+#: what a chdir into a folder the agent changed fails with (Python before 3.12 names the cwd in any error the
+#: child met before exec, such as a dup2 of its pipes: those stay the runner's)
+ENTER_FAILURES = (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG, errno.ELOOP,
+                  errno.ESTALE)
 
 
 def workspace_root(configured: str | None = None) -> Path:
@@ -343,6 +351,35 @@ class HostDirSandbox(Sandbox):
         """Return (argv, host cwd, env) to spawn; the base runs the command as it is."""
         return argv, cwd, env
 
+    def _open_workdir(self, rel: str) -> int:
+        """A descriptor of the resolved folder `rel` ('' the workspace root), walked through the workspace's
+        descriptors as the file tools walk (a link swapped in since `cwd_of` leads nowhere outside); the
+        contract's errors (FileNotFoundError, NotADirectoryError, PathEscapeError) if it changed meanwhile."""
+        tree = self.files()
+
+        def once() -> int:
+            spot = tree._walk(rel, allow_root=True)
+            if not spot.name:
+                return spot.fd
+            try:
+                return safefs._open(spot, safefs.O_DIR, rel or ".")
+            finally:
+                os.close(spot.fd)
+
+        return tree._retry(rel or ".", once)
+
+    @staticmethod
+    def _cannot_enter(cwd: str | None, e: OSError, started: float) -> ExecResult:
+        """The command's own folder could not be entered (gone, not a folder, no search right, a path longer
+        than the system takes): the agent's doing, answered as a shell would, exit 126; never a broken
+        sandbox."""
+        what = f"the working folder {cwd!r}" if cwd else "the workspace"
+        reason = e.strerror or os.strerror(e.errno or 0)
+        if e.errno == errno.ENAMETOOLONG:
+            reason += " (its path is longer than the system allows; use a shorter one)"
+        return ExecResult(126, "", f"exec: cannot enter {what}: {reason}; the command did not run",
+                          duration_s=time.perf_counter() - started)
+
     async def exec(self, command, *, timeout=60.0, cwd=None, env=None, stdin=None) -> ExecResult:
         if self.workspace is None or self._closed:
             self.failure = self.failure or "exec in a sandbox that is not running"
@@ -351,40 +388,62 @@ class HostDirSandbox(Sandbox):
         rel = self.cwd_of(cwd)
         host_cwd = str(self.workspace / rel) if rel else str(self.workspace)
         full_env = self.base_env() | (env or {})
-        argv, host_cwd, full_env = self.wrap_command(argv, host_cwd, full_env)
+        argv, spawn_cwd, full_env = self.wrap_command(argv, host_cwd, full_env)
+        # the command enters the agent's folder itself (no wrapper does it inside): a failure there is the
+        # agent's (a folder removed, made unsearchable, a path past PATH_MAX), never its sandbox's
+        enters_workdir = spawn_cwd == host_cwd
+        by_descriptor = enters_workdir and os.path.isdir(PROC_FDS)
         limit = self.config.output_limit
         started = time.perf_counter()
         pause = 0.05
-        while True:
-            try:
-                proc = await anyio.open_process(
-                    argv,
-                    cwd=host_cwd,
-                    env=full_env,
-                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                )
-                break
-            except OSError as e:
-                if e.errno == errno.E2BIG:  # the command's own fault, answered as a shell would
-                    size = sum(len(a.encode("utf-8", "surrogateescape")) + 1 for a in argv)
-                    return ExecResult(126, "", f"command too long: {size:,} bytes with its arguments, over "
-                                               "the system's limit (Argument list too long); write it to a "
-                                               "file and run that instead",
-                                     duration_s=time.perf_counter() - started)
-                if e.errno not in SPAWN_TRANSIENT:
-                    self.failure = f"could not start {argv[0]!r}: {e}"
-                    raise SandboxError(self.failure) from e
-                # this process is short of descriptors or processes, which every rollout shares: taken for
-                # a broken sandbox, another rollout's burst (end_turn walking its deep links) ended this one
-                # unscored
-                if time.perf_counter() - started + pause > min(SPAWN_RETRY_S, timeout or SPAWN_RETRY_S):
-                    raise SandboxError(f"could not start {argv[0]!r}: {e}; tried for "
-                                       f"{time.perf_counter() - started:.1f} s") from e
-                await anyio.sleep(pause)
-                pause = min(pause * 2, 1.0)
+        cwd_fd: int | None = None
+        try:
+            while True:
+                if by_descriptor and cwd_fd is None:
+                    try:
+                        cwd_fd = self._open_workdir(rel)
+                    except OSError as e:
+                        if e.errno not in SPAWN_TRANSIENT:
+                            raise  # changed since it was resolved: the contract's errors, as from cwd_of
+                        # short of descriptors: this try enters it by name, the next by descriptor again
+                entered = spawn_cwd if cwd_fd is None else f"{PROC_FDS}/{cwd_fd}"
+                try:
+                    proc = await anyio.open_process(
+                        argv,
+                        cwd=entered,
+                        env=full_env,
+                        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        start_new_session=True,
+                    )
+                    break
+                except OSError as e:
+                    if e.errno == errno.E2BIG:  # the command's own fault, answered as a shell would
+                        size = sum(len(a.encode("utf-8", "surrogateescape")) + 1 for a in argv)
+                        return ExecResult(126, "", f"command too long: {size:,} bytes with its arguments, "
+                                                   "over the system's limit (Argument list too long); write "
+                                                   "it to a file and run that instead",
+                                          duration_s=time.perf_counter() - started)
+                    if e.errno not in SPAWN_TRANSIENT:
+                        # subprocess names the cwd in the error the child raised before exec (its chdir), the
+                        # program in one from exec itself (bash missing: the runner's fault)
+                        if (enters_workdir and e.errno in ENTER_FAILURES and e.filename == entered
+                                and e.filename != argv[0]):
+                            return self._cannot_enter(cwd, e, started)
+                        self.failure = f"could not start {argv[0]!r}: {e}"
+                        raise SandboxError(self.failure) from e
+                    # this process is short of descriptors or processes, which every rollout shares: taken
+                    # for a broken sandbox, another rollout's burst (end_turn walking its deep links) ended
+                    # this one unscored
+                    if time.perf_counter() - started + pause > min(SPAWN_RETRY_S, timeout or SPAWN_RETRY_S):
+                        raise SandboxError(f"could not start {argv[0]!r}: {e}; tried for "
+                                           f"{time.perf_counter() - started:.1f} s") from e
+                    await anyio.sleep(pause)
+                    pause = min(pause * 2, 1.0)
+        finally:
+            if cwd_fd is not None:
+                os.close(cwd_fd)
         self._groups.add(proc.pid)
         out, err = bytearray(), bytearray()
         cut = [False]
