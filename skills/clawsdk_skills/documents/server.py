@@ -13,8 +13,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
+from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
-from clawsdk_skills._common import ext, pack_server
+from clawsdk_skills._common import check_unpacked, ext, pack_server, read_file
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 TEXT_EXT = (".md", ".markdown", ".txt", ".rst", ".text")
 DOC_EXT = TEXT_EXT + (".docx", ".pdf")
-MAX_FILE = 20 * 1024 * 1024
 
 
 class Heading(BaseModel):
@@ -41,6 +41,7 @@ class Outline(BaseModel):
 def docx_text(data: bytes, path: str) -> str:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
+            check_unpacked(z, path)
             xml = z.read("word/document.xml")
     except (zipfile.BadZipFile, KeyError) as e:
         raise ToolError(f"{path} is not a valid DOCX file ({e})") from e
@@ -94,7 +95,7 @@ def pdf_text(data: bytes, path: str) -> str:
 
 
 async def document_text(sandbox: Sandbox, path: str) -> str:
-    data = await sandbox.read(path)
+    data = await read_file(sandbox, path)
     kind = ext(path)
     if kind == ".docx":
         return docx_text(data, path)
@@ -195,13 +196,13 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
             targets = [path]
         else:
             targets = [e.path for e in await sandbox.list(path, recursive=True)
-                       if not e.is_dir and ext(e.path) in DOC_EXT and e.size <= MAX_FILE]
+                       if not e.is_dir and ext(e.path) in DOC_EXT]  # one over the read cap: 'not searched'
         hits: list[str] = []
         skipped: list[str] = []
         for t in targets:
             try:
                 text = await document_text(sandbox, t)
-            except ToolError as e:
+            except (ToolError, FileTooLarge) as e:
                 skipped.append(f"{t} ({e})")
                 continue
             for n, line in enumerate(text.splitlines(), 1):

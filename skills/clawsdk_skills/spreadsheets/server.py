@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import io
 import re
+import zipfile
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -13,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from clawsdk.mcp.toolkit import tool_errors
-from clawsdk_skills._common import ext, pack_server
+from clawsdk_skills._common import check_unpacked, ext, pack_server, read_file
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
@@ -64,15 +65,26 @@ def _openpyxl():
     return openpyxl
 
 
+def _workbook(data: bytes, path: str, **kwargs: Any):
+    """The XLSX workbook in `data`, once its parts are known to unpack within the cap (`check_unpacked`)."""
+    openpyxl = _openpyxl()
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            check_unpacked(z, path)
+    except zipfile.BadZipFile:
+        pass  # not an archive: openpyxl says so
+    return openpyxl.load_workbook(io.BytesIO(data), **kwargs)
+
+
 def _delimiter(path: str) -> str:
     return "\t" if ext(path) in (".tsv", ".tab") else ","
 
 
 async def load(sandbox: Sandbox, path: str) -> dict[str, list[list[Cell]]]:
     """Every sheet of the file as rows of cells."""
-    data = await sandbox.read(path)
+    data = await read_file(sandbox, path)
     if ext(path) in (".xlsx", ".xlsm"):
-        wb = _openpyxl().load_workbook(io.BytesIO(data), data_only=True, read_only=True)
+        wb = _workbook(data, path, data_only=True, read_only=True)
         try:
             return {ws.title: [[_cell(c) for c in row] for row in ws.iter_rows(values_only=True)]
                     for ws in wb.worksheets}
@@ -160,7 +172,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         if ext(path) in (".xlsx", ".xlsm"):
             openpyxl = _openpyxl()
             try:
-                wb = openpyxl.load_workbook(io.BytesIO(await sandbox.read(path)))
+                wb = _workbook(await read_file(sandbox, path), path)
             except FileNotFoundError:
                 wb = openpyxl.Workbook()
                 wb.active.title = sheet or "Sheet1"
