@@ -104,6 +104,35 @@ class _Steps(Agent):
                 await ctx.tools.call(step["tool"], step["args"])
 
 
+#: a command runs in the workspace: where it was gone, it could not start (a file check just found no file)
+CHECKS_IN_THE_WORKSPACE = [{"type": "command", "name": "done", "run": "grep -q done done.txt"}]
+GONE = {
+    "removed": 'cd / && rm -rf "$CLAWSDK_WORKSPACE"',
+    "moved": 'cd / && mv "$CLAWSDK_WORKSPACE" "$CLAWSDK_WORKSPACE.x"',
+    "a link in its place": 'cd / && mv "$CLAWSDK_WORKSPACE" "$CLAWSDK_WORKSPACE.x" && ln -s /etc "$CLAWSDK_WORKSPACE"',
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("how", sorted(GONE))
+def test_a_workspace_the_agent_removed_is_scored_empty(backend, how, tmp_path):
+    """On the local sandbox the workspace is the agent's to remove or move (its commands run as the runner's
+    user): scoring then failed, verifier_error, unscored (found by a read-only audit). It is made again, empty,
+    and the rollout scored 0; the isolated sandboxes mount it, so it never went."""
+    skip_unless_available(backend)
+    task = load_tasks(make_task(tmp_path / "src", "gone", checks=CHECKS_IN_THE_WORKSPACE)).tasks[0]
+    agent = ScriptedAgent([{"tool": "exec", "args": {"command": GONE[how]}}])
+    o, detail = run_one(task, agent, tmp_path / "gone.db", backend)
+    assert o.kind.value == "ok" and o.reward == 0.0, (o, detail)
+
+
+def test_a_local_sandbox_root_the_agent_removed_is_scored_empty(tmp_path):
+    task = load_tasks(make_task(tmp_path / "src", "gone", checks=CHECKS_IN_THE_WORKSPACE)).tasks[0]
+    agent = ScriptedAgent([{"tool": "exec", "args": {"command": 'cd / && rm -rf "$(dirname "$CLAWSDK_WORKSPACE")"'}}])
+    o, detail = run_one(task, agent, tmp_path / "gone.db", "local")
+    assert o.kind.value == "ok" and o.reward == 0.0, (o, detail)
+
+
 @pytest.mark.parametrize("backend", ["bwrap", "docker"])
 def test_the_agents_kill_of_everything_is_its_own_and_scored(backend, tmp_path):
     skip_unless_available(backend)
