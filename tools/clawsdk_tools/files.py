@@ -7,6 +7,8 @@ absolute paths, symlinks out, NUL bytes); the refusal reaches the agent as a too
 from __future__ import annotations
 
 import re
+import threading
+import time
 from typing import TYPE_CHECKING
 
 import anyio
@@ -32,26 +34,189 @@ GREP_BATCH_BYTES = 8 * 1024 * 1024
 MAX_LIST = 2000
 
 
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    """`**` spans folders, `*` and `?` stay within one path segment."""
+#: the longest glob pattern served; each step of the matcher costs time in proportion to its length
+MAX_GLOB_CHARS = 4096
+#: glob (and grep's glob=) stop matching names past this and answer a tool error
+GLOB_TIMEOUT_S = 20.0
+
+_LIT, _ANY, _STAR, _DSTAR, _DSTAR_SLASH = range(5)
+
+
+def _glob_tokens(pattern: str) -> list[tuple[int, str]]:
+    """`**/` (no folder or any folders), `**` (anything but a newline), `*` and `?` (within one path segment);
+    every other character, `[` included, stands for itself, case and all."""
     out, i = [], 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            out.append((_DSTAR_SLASH, ""))
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            out.append((_DSTAR, ""))
             i += 2
         elif pattern[i] == "*":
-            out.append("[^/]*")
+            out.append((_STAR, ""))
             i += 1
         elif pattern[i] == "?":
-            out.append("[^/]")
+            out.append((_ANY, ""))
             i += 1
         else:
-            out.append(re.escape(pattern[i]))
+            out.append((_LIT, pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return out
+
+
+class Glob:
+    """A glob pattern matched against whole paths in O(len(path)) steps, each O(len(pattern)) at worst.
+
+    The pattern once became a regular expression (`**/` -> `(?:.*/)?`, `**` -> `.*`, `*` -> `[^/]*`,
+    `?` -> `[^/]`, the rest escaped, `\\Z` at the end) and re matched it in the runner's event loop:
+    `*a*a*a*a*a*a*a*a*a*a*a*a*b` against a file named with 250 a's backtracked for ever, and since re
+    never checks for signals, every rollout of the process stopped with it and SIGINT/SIGTERM did nothing.
+    The same language is now matched by a simulation of its automaton, with no backtracking: the set of
+    pattern positions a prefix of the path can reach is a pair of bit masks, each character moves it in a
+    fixed number of big-integer operations (O(len(pattern)) work), and the steps already taken are cached
+    (a lazily built DFA, dropped when it grows past a bound), so a path costs O(len(path)) dictionary
+    lookups once the common steps are known. The semantics are the regex's, quirks included: `*` and `?`
+    match any character but `/` (a newline, a leading dot), `**` any character but a newline.
+    """
+
+    _MAX_STATES = 4096
+    _MAX_STEPS = 1 << 16
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        tokens = _glob_tokens(pattern)
+        self._lit: dict[str, int] = {}  # character -> its literal positions
+        any_ = star = dstar = dslash = 0
+        for i, (kind, ch) in enumerate(tokens):
+            bit = 1 << i
+            if kind == _LIT:
+                self._lit[ch] = self._lit.get(ch, 0) | bit
+            elif kind == _ANY:
+                any_ |= bit
+            elif kind == _STAR:
+                star |= bit
+            elif kind == _DSTAR:
+                dstar |= bit
+            else:
+                dslash |= bit
+        self._any, self._star, self._dstar, self._dslash = any_, star, dstar, dslash
+        self._accept = 1 << len(tokens)
+        self._width = len(tokens) + 1
+        nullable = star | dstar | dslash  # the positions with an empty way past them
+        self._nullable = nullable
+        self._run_low = nullable & ~(nullable << 1)  # lowest position of each run of nullable positions
+        self._run_high = nullable & ~(nullable >> 1)  # and highest
+        self._reset()
+
+    def _reset(self) -> None:
+        start = self._closure(1)
+        self._ids: dict[int, int] = {start: 0, 0: 1}  # state -> id; id 1 is the dead state
+        self._states: list[int] = [start, 0]
+        self._steps: list[dict[str, int]] = [{}, {}]
+        self._accepting: list[bool] = [bool(start & self._accept), False]
+        self._cached = 0
+
+    def _closure(self, d: int) -> int:
+        """d and what it reaches through nullable positions: a reached one lets through the rest of its
+        run of nullable positions and the position after the run (carries, not a loop over the run)."""
+        n = self._nullable
+        holes = n & ~d
+        d |= n & ~((holes + self._run_low) ^ holes)
+        return d | ((d & self._run_high) << 1)
+
+    def _step(self, state: int, ch: str) -> int:
+        """The state after one more character. A state is D | X << width: bit i of D, at token i; bit i of
+        X, inside the `(?:.*/)?` of token i after a character other than '/' (so not yet past it)."""
+        d, x = state & (self._accept * 2 - 1), state >> self._width
+        adv = self._lit.get(ch, 0)
+        stay = 0
+        if ch != "/":
+            adv |= self._any
+            stay |= self._star
+        if ch != "\n":
+            stay |= self._dstar
+        nd = ((d & adv) << 1) | (d & stay)
+        nx = 0
+        if ch != "\n":
+            inside = (d | x) & self._dslash
+            if ch == "/":
+                nd |= inside
+            else:
+                nx = inside
+        return self._closure(nd) | (nx << self._width)
+
+    def _next(self, sid: int, ch: str) -> int:
+        state = self._step(self._states[sid], ch)
+        nid = self._ids.get(state)
+        if nid is None:
+            if len(self._states) >= self._MAX_STATES or self._cached >= self._MAX_STEPS:
+                self._reset()  # bounded memory; what is dropped is rebuilt as needed
+                nid = self._ids.get(state)
+            if nid is None:
+                nid = len(self._states)
+                self._ids[state] = nid
+                self._states.append(state)
+                self._steps.append({})
+                self._accepting.append(bool(state & self._accept))
+            return nid  # the row of sid may be gone with a reset: not cached this once
+        self._steps[sid][ch] = nid
+        self._cached += 1
+        return nid
+
+    def match(self, path: str) -> bool:
+        """Whether the whole path matches (re's `match` of the pattern's regex, which ended in `\\Z`)."""
+        sid = 0
+        for ch in path:
+            nid = self._steps[sid].get(ch)
+            if nid is None:
+                nid = self._next(sid, ch)
+            if nid == 1:
+                return False
+            sid = nid
+        return self._accepting[sid]
+
+    fullmatch = match
+
+    def __repr__(self) -> str:
+        return f"Glob({self.pattern!r})"
+
+
+def compile_glob(pattern: str) -> Glob:
+    """The pattern of the glob tool and of grep's glob=, or a tool error for one too long to serve."""
+    if len(pattern) > MAX_GLOB_CHARS:
+        raise ToolError(f"the glob pattern has {len(pattern)} characters; at most {MAX_GLOB_CHARS} are served")
+    return Glob(pattern)
+
+
+#: the old name (clawsdk_tools.core exports it): a glob is no longer a regular expression, see Glob
+glob_to_regex = compile_glob
+
+
+async def matching_paths(glob: Glob, paths: list[str]) -> list[str]:
+    """The paths the glob matches, in order, matched in a worker thread: a tree of many files costs time in
+    proportion to its names' length, and the event loop keeps running meanwhile. A tool error past
+    GLOB_TIMEOUT_S; cancelled, the caller returns at once and the thread stops at its next path."""
+    stop = threading.Event()
+    deadline = time.monotonic() + GLOB_TIMEOUT_S
+
+    def run() -> list[str] | None:
+        out = []
+        for p in paths:
+            if stop.is_set() or time.monotonic() > deadline:
+                return None
+            if glob.match(p):
+                out.append(p)
+        return out
+
+    try:
+        hits = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    finally:
+        stop.set()
+    if hits is None:
+        raise ToolError(f"the glob pattern was still matching names after {GLOB_TIMEOUT_S:g} s and was stopped; "
+                        "narrow it or the path")
+    return hits
 
 
 def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
@@ -161,8 +326,9 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
     @tool_errors
     async def glob(pattern: str) -> str:
         """Find workspace files whose path matches a glob pattern such as '**/*.py'."""
-        rx = glob_to_regex(pattern)
-        hits = [e.path for e in await sandbox.list(".", recursive=True) if not e.is_dir and rx.match(e.path)]
+        matcher = compile_glob(pattern)
+        files = [e.path for e in await sandbox.list(".", recursive=True) if not e.is_dir]
+        hits = await matching_paths(matcher, files)
         if len(hits) > MAX_LIST:
             hits = hits[:MAX_LIST] + [f"[{len(hits) - MAX_LIST} more matches not shown; narrow the pattern]"]
         return "\n".join(hits) if hits else "(no match)"
@@ -175,7 +341,7 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
             rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
         except re.error as e:
             raise ToolError(f"invalid regular expression: {e}") from e
-        name_rx = glob_to_regex(glob) if glob else None
+        name_glob = compile_glob(glob) if glob else None
 
         async def texts():
             if path not in ("", ".", "./"):
@@ -184,9 +350,12 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
                     return
                 except IsADirectoryError:
                     pass
-            for e in await sandbox.list(path, recursive=True):
-                if e.is_dir or e.size > MAX_GREP_FILE or (name_rx and not name_rx.match(e.path)):
-                    continue
+            entries = [e for e in await sandbox.list(path, recursive=True)
+                       if not e.is_dir and e.size <= MAX_GREP_FILE]
+            if name_glob:
+                named = set(await matching_paths(name_glob, [e.path for e in entries]))
+                entries = [e for e in entries if e.path in named]
+            for e in entries:
                 try:
                     yield e.path, await sandbox.read_capped(e.path)
                 except (OSError, ValueError):  # a symlink out or a vanished file: skip it, keep searching
