@@ -41,8 +41,11 @@ MAX_REQUEST_BODY = 32 * 1024 * 1024
 #: How long `serving` waits on its way out for requests still in flight before cancelling them.
 SHUTDOWN_GRACE_S = 5.0
 
-RECORDED_PARAMS = ("model", "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "n",
-                   "tool_choice", "parallel_tool_calls", "response_format", "logprobs", "top_logprobs", "stream")
+#: How long a streamed request may go without the upstream's status line before a client that gives up on it
+#: counts as the model server's failure. A server that streams sends it at once; a client giving up sooner is
+#: the client's doing (a harness could hang up on a healthy server at will and make its own failure unscored).
+HUNG_AFTER_S = 30.0
+
 
 
 def public_url(url: str) -> str:
@@ -128,7 +131,8 @@ def request_problem(body: Any) -> str | None:
 class ModelProxy:
     """The proxy's ASGI app and its token -> recorder table."""
 
-    def __init__(self, upstream: str, upstream_key: str | None = None, *, timeout_s: float = 600.0):
+    def __init__(self, upstream: str, upstream_key: str | None = None, *, timeout_s: float = 600.0,
+                 hung_after_s: float = HUNG_AFTER_S):
         parsed = urlparse(upstream.strip())
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ValueError(f"upstream {upstream!r} is not an http(s) URL; give e.g. --upstream http://127.0.0.1:8000/v1")
@@ -136,6 +140,7 @@ class ModelProxy:
         self.shown = public_url(self.upstream)  # what messages and records name
         self.upstream_key = upstream_key
         self.timeout_s = timeout_s
+        self.hung_after_s = hung_after_s
         self.routes: dict[str, Recorder] = {}
         self.n_requests = 0
         self.n_upstream_errors = 0  # answers the upstream failed to give (5xx, unreachable)
@@ -224,6 +229,16 @@ class ModelProxy:
             msg = self._redact(f"upstream {self.shown}: {type(e).__name__}: {e}")
             await _json(send, 502, {"error": {"message": msg}})
 
+    def _hang_up_failed(self, body: dict[str, Any], call: _Call, waited: float) -> bool | None:
+        """Whose failure a client's hang-up is. On an answer under way, the client's (False). On a stream whose
+        status line had not come in `hung_after_s`, the model server's (True): it hung. Else not known (None,
+        the last call's failure stands): a non-streamed answer comes whole, so a slow one and a hung server look
+        alike, and a client that hangs up early on a healthy server must not make its own failure the
+        server's."""
+        if call.began:
+            return False
+        return True if body.get("stream") and waited >= self.hung_after_s else None
+
     def _ended(self, failed: bool) -> None:
         self.n_upstream_errors += failed
         self.last_failed = failed
@@ -240,7 +255,9 @@ class ModelProxy:
         answer is recorded as abandoned, with what had come of it."""
         self.n_requests += 1
         request = {"messages": body.get("messages"), "tools": body.get("tools"),
-                   "params": {k: body[k] for k in RECORDED_PARAMS if k in body}}
+                   # every other field goes upstream, so every one is recorded: `chat_template`,
+                   # `continue_final_message` or `logit_bias` change what the model saw or said
+                   "params": {k: v for k, v in body.items() if k not in ("messages", "tools")}}
         asked = await recorder.record("model_request", request)
         started = time.perf_counter()
         call = _Call()
@@ -286,9 +303,8 @@ class ModelProxy:
                     await cut_short("the proxy stopped before the answer was complete", None)
             raise
         if gone:
-            # the client gave up: on an upstream that had not begun to answer (hung, or too slow for it),
-            # that is the model server's failure; on an answer under way, the client's own doing
-            await cut_short("the client closed the connection before the answer was complete", not call.began)
+            await cut_short("the client closed the connection before the answer was complete",
+                            self._hang_up_failed(body, call, time.perf_counter() - started))
 
     async def _forward(self, body: dict[str, Any], send: Callable, respond: Callable[..., Awaitable[None]],
                        call: _Call) -> None:

@@ -45,10 +45,10 @@ class SlowStream:
 
 
 @contextlib.asynccontextmanager
-async def proxied(upstream, recorder):
+async def proxied(upstream, recorder, **options):
     """The recording proxy in front of `upstream`, recording to `recorder`: (proxy, its URL, the token)."""
     async with serving(upstream) as up:
-        proxy = ModelProxy(up + "/v1")
+        proxy = ModelProxy(up + "/v1", **options)
         token = proxy.register(recorder)
         async with serving(proxy) as url:
             yield proxy, url, token
@@ -188,27 +188,79 @@ class Hung:
         await anyio.sleep(3600)
 
 
-def test_a_client_that_gives_up_on_a_silent_upstream_leaves_the_failure_the_model_servers():
-    """The client timed out waiting for the first byte: that is the model server's failure (last_failed), so an agent
-    that then exits non-zero is unscored, not scored 0 for the server's outage."""
+def test_a_client_that_gives_up_on_a_stream_that_never_began_leaves_the_failure_the_model_servers():
+    """The client timed out waiting for a stream's status line, which a serving model server sends at once: the
+    server hung (last_failed), so an agent that then exits non-zero is unscored, not scored 0 for the outage.
+    A non-streamed answer comes whole, so a client giving up on one says nothing of the server: the last
+    call's failure stands, either way."""
     recorder = Recorder(None, "r", keep=True)
 
     async def main():
-        async with proxied(Hung(), recorder) as (proxy, url, token), httpx2.AsyncClient(timeout=1) as http:
-            for stream in (False, True):
-                proxy.last_failed = False
+        async with proxied(Hung(), recorder, hung_after_s=0.5) as (proxy, url, token), \
+                httpx2.AsyncClient(timeout=1) as http:
+            seen = []
+            for stream, before in ((True, False), (False, False), (False, True)):
+                proxy.last_failed = before
                 try:
                     await http.post(url + "/v1/chat/completions", **chat(token, stream))
                 except httpx2.TimeoutException:
                     pass
                 with anyio.fail_after(10):
-                    while sum(e["kind"] == "model_response" for e in recorder.kept) < 1 + stream:
+                    while sum(e["kind"] == "model_response" for e in recorder.kept) < len(seen) + 1:
                         await anyio.sleep(0.05)
-                assert proxy.last_failed, stream
+                seen.append(proxy.last_failed)
+            return seen
 
-    anyio.run(main)
+    assert anyio.run(main) == [True, False, True]
     responses = [e["payload"] for e in recorder.kept if e["kind"] == "model_response"]
-    assert [r["abandoned"] for r in responses] == [True, True] and not any("partial" in r for r in responses)
+    assert [r["abandoned"] for r in responses] == [True] * 3 and not any("partial" in r for r in responses)
+
+
+class SlowButHealthy:
+    """Answers every request, after a second (streamed or not)."""
+
+    async def __call__(self, scope, receive, send):
+        body = await request_body(scope, receive, send)
+        if body is None:
+            return
+        await anyio.sleep(1.0)
+        answer = {"id": "c", "object": "chat.completion", "model": "m",
+                  "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}]}
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+
+HANGS_UP = textwrap.dedent("""
+    import os, sys, urllib.request
+    body = b'{"model": "m", "stream": %s, "messages": [{"role": "user", "content": "hi"}]}'
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body,
+                                 headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                                          "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req, timeout=0.05)
+    except Exception as e:
+        print("gave up:", e)
+    import time; time.sleep(0.5)
+    sys.exit(1)
+""")
+
+
+def test_a_harness_that_hangs_up_on_a_healthy_server_and_fails_is_scored(tmp_path):
+    """A harness gave up on its request after 50 ms, on a server that answers in a second, and exited 1: the
+    proxy counted the hang-up as the server's failure, and the rollout ended model_error, unscored, retried
+    (found by a read-only audit). Its failure is its own: agent_error, scored."""
+    task = load_task(make_task(tmp_path, "hangup"))
+    for stream in ("false", "true"):
+        (tmp_path / "client.py").write_text(HANGS_UP % stream)
+
+        async def main():
+            async with serving(SlowButHealthy()) as up:
+                agent = HarnessAgent(command=f"python3 {tmp_path / 'client.py'}", base_url=up + "/v1")
+                return await run([task], agent=agent, db=tmp_path / f"{stream}.db", run_id="h", sandbox="local",
+                                 retries=0)
+
+        (o,) = anyio.run(main).outcomes
+        assert o.kind.value == "agent_error" and o.kind.scored, (stream, o)
 
 
 class FinishNoDone:
