@@ -28,16 +28,21 @@ REQUEST_DEADLINE_S = 10.0
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request needs `Authorization: Bearer TOKEN` (compared in constant time)."""
+    """ASGI middleware: every HTTP request needs `Authorization: Bearer TOKEN` (the token compared in constant
+    time; the scheme's name in any case, as RFC 7235 has it: `bearer TOKEN` is as good)."""
 
     def __init__(self, app: Any, token: str):
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
+
+    def _authorized(self, header: bytes) -> bool:
+        scheme, _, credentials = header.strip().partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.lstrip(b" "), self.expected)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             got = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(got, self.expected):
+            if not self._authorized(got):
                 body = json.dumps({"error": "missing or wrong bearer token; send Authorization: Bearer TOKEN "
                                             "(printed by clawsdk serve when it started)"}).encode()
                 await send({"type": "http.response.start", "status": 401,
@@ -130,8 +135,9 @@ class Throttled:
     """Logs one warning per `every_s` seconds at most, with how many were left out: a flood of them (a
     connection flood, a process out of file descriptors) must not fill the disk with the same line."""
 
-    def __init__(self, every_s: float = 10.0):
+    def __init__(self, every_s: float = 10.0, logger: logging.Logger | None = None):
         self.every_s = every_s
+        self.log = logger or log
         self.last = -every_s
         self.dropped = 0
 
@@ -143,7 +149,7 @@ class Throttled:
         if self.dropped:
             msg += f" ({self.dropped} more like it in the last {self.every_s:g} s not logged)"
         self.last, self.dropped = now, 0
-        log.warning(msg, *args)
+        self.log.warning(msg, *args)
 
 
 @functools.cache

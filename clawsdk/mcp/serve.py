@@ -10,20 +10,27 @@ files go in, the verifier scores the workspace, and the ending is stored as the 
 A session that only lists tools or reads the task (a probe) is not a rollout. The instruction reaches
 clients that drop server instructions through the `task` prompt and the `task` tool (listed first,
 the instruction in its description). SIGTERM/SIGINT end open sessions as `cancelled` (unscored) and
-the run as `interrupted`.
+the run as `interrupted`. A store that refuses a write stops the server: calls are answered with
+an error saying nothing is recorded, the run is settled `failed`, and serve_* raise StoreError.
 
-Transports: stdio (one session; the process ends when it does) and streamable HTTP (bound to
-127.0.0.1 unless told otherwise; every request must carry `Authorization: Bearer TOKEN`, and a
-malformed body gets 400 with the reason).
+Samples are claimed in the store when a rollout starts (Store.claim_rollout), so servers that share
+a run id and a store (one stdio process per agent run) never give two rollouts one id.
+
+Transports: stdio (one session; the process ends when it does; a line that is not one JSON-RPC
+message, or is longer than the HTTP transport's body limit, is answered with a JSON-RPC error and
+skipped) and streamable HTTP (bound to 127.0.0.1 unless told otherwise; every request must carry
+`Authorization: Bearer TOKEN`, and a malformed body gets 400 with the reason).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import secrets
 import signal
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,13 +41,15 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError
-from clawsdk.mcp.http import BearerAuth, ValidBodies, bind, is_loopback, uvicorn_server
+from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError, StoreError
+from clawsdk.mcp.http import (
+    MAX_BODY, BearerAuth, Throttled, ValidBodies, bind, invalid_message, is_loopback, uvicorn_server,
+)
 from clawsdk.mcp.session import FINISH, ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import (
-    AttemptResult, attempt_rollout, list_tools, record_cancelled, record_ending, record_start,
+    AttemptResult, attempt_rollout, list_tools, record_cancelled, record_ending,
 )
 from clawsdk.runtime.runner import rollout_id
 from clawsdk.sandbox.base import SandboxConfig
@@ -48,7 +57,7 @@ from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
 
 if TYPE_CHECKING:
-    from anyio.abc import TaskGroup
+    from anyio.abc import ObjectSendStream, TaskGroup
 
     from clawsdk.plugins import Registry
     from clawsdk.tasks.model import Task
@@ -64,6 +73,13 @@ DESCRIPTION_LIMIT = 4000
 #: What to tell an agent whose runtime drops MCP server instructions (docs/external-agents.md).
 MESSAGE_TEMPLATE = ("Call the {server} `task` tool to read your task, do it with the {server} tools only "
                     "(they act on the task's workspace), then call the {server} `finish` tool.")
+
+#: The longest the end of the agent's turn may take before the verifier's clock starts (Sandbox.end_turn
+#: gives its script 60 s; the host-side scrub keeps to 30 s, then clears HOME).
+END_TURN_S = 60.0
+#: What a rollout's ending may take on top of its calls in flight, the end of its turn and its verifier:
+#: closing the sandbox and the tool servers, and the store committing the ending.
+ENDING_SLACK_S = 30.0
 
 
 def default_stdio_db() -> Path:
@@ -86,7 +102,7 @@ class ServeConfig:
     sandbox_config: SandboxConfig = field(default_factory=SandboxConfig)
     timeout_s: float | None = None  # default: the task's limits.timeout_s
     reveal_verdict: bool = False  # tell the agent its score when it finishes
-    max_rollouts: int | None = None  # stop serving after this many rollouts ended
+    max_rollouts: int | None = None  # serve this many rollouts, then stop once they have ended
 
     @property
     def time_limit(self) -> float:
@@ -127,7 +143,9 @@ class ExternalSession(Agent):
 
 
 class LiveRollout:
-    """One MCP client session's rollout: the core state machine (attempt_rollout) with an external agent phase."""
+    """One MCP client session's rollout: the core state machine (attempt_rollout) with an external agent phase.
+
+    Its row is in the store before it is made: its sample was claimed there (RolloutHost.claim)."""
 
     def __init__(self, host: RolloutHost, sample: int, agent: str):
         self.host = host
@@ -161,10 +179,8 @@ class LiveRollout:
 
     async def run(self) -> None:
         cfg, task, writer, registry = self.host.config, self.host.config.task, self.host.writer, self.host.registry
-        await record_start(writer, rollout_id=self.id, run_id=cfg.run_id, task=task, sample=self.sample, attempt=0,
-                           agent=self.agent, model=None)
         make_sandbox = registry.get("sandboxes", cfg.sandbox)
-        try:
+        try:  # the row is the claim's (RolloutHost.claim), `running`
             self.result = await attempt_rollout(task, ExternalSession(self), lambda: make_sandbox(cfg.sandbox_config),
                                                 self.recorder, registry, time_limit=cfg.time_limit)
             await record_ending(writer, self.id, 0, self.result)
@@ -193,6 +209,9 @@ class LiveRollout:
 
     async def call(self, name: str, args: dict[str, Any]) -> types.CallToolResult:
         await self.ready.wait()
+        host = self.host
+        if host.failure is not None:
+            return host.failure_result()
         tools = self.tools
         if tools is None or self.ended.is_set():
             return _text_result(f"{self.why_ended()}; open a new MCP session for a new rollout", error=True)
@@ -212,14 +231,22 @@ class LiveRollout:
             self.in_flight -= 1
             if self.in_flight == 0:
                 self.idle.set()
+        if host.failure is not None:  # the store failed while the call ran: nothing of it is recorded
+            return host.failure_result(during=name)
         return _text_result(result.text, error=result.is_error, structured=result.structured)
 
     async def finished(self) -> types.CallToolResult:
-        """`finish`'s answer, once the workspace is scored."""
-        with anyio.move_on_after(self.host.config.task.limits.verifier_timeout_s + 30):
+        """`finish`'s answer, once the workspace is scored (or once it should have been)."""
+        with anyio.move_on_after(self.host.ending_s()):
             await self.done.wait()
+        if self.host.failure is not None:
+            return self.host.failure_result()
         res = self.result
-        if res is not None and not res.kind.scored:
+        if res is None:  # never "scored" without a verdict in hand: say where the ending will be
+            return _text_result(
+                f"rollout {self.id} has ended (finish) and is still being scored; `clawsdk show {self.id} "
+                f"--db {self.host.config.db}` shows its ending once it is recorded")
+        if not res.kind.scored:
             # only the kind: a verifier's or judge's error can quote what the task author expects (the
             # judge's answer, grade()'s output); the reason is in the store and on the server's log
             return _text_result(f"rollout {self.id} ended; it could not be scored ({res.kind.value})", error=True)
@@ -233,7 +260,9 @@ class RolloutHost:
     """Maps MCP client sessions (connections) to live rollouts and builds the MCP server they talk to.
 
     A session becomes a rollout at its first tool call: a client that only lists the tools or reads
-    the task (`openclaw mcp probe`, a health check) leaves nothing in the store and no pass rate."""
+    the task (`openclaw mcp probe`, a health check) leaves nothing in the store and no pass rate.
+    With `max_rollouts` N, the first N sessions to make a tool call are its rollouts; a later session's
+    calls are refused (an error result) and the host is done once those N have ended."""
 
     def __init__(self, config: ServeConfig, writer: StoreWriter, registry: Registry, tg: TaskGroup,
                  on_all_done: Callable[[], None] | None = None, listing: tuple[list[ToolSpec], dict[str, str]] = ([], {})):
@@ -249,10 +278,13 @@ class RolloutHost:
         #: the rollout of each open connection (keyed by id: an ended connection's key is dropped, since a
         #: new connection may get the same id once the old one is gone)
         self.sessions: dict[int, LiveRollout] = {}
-        self.lives: list[LiveRollout] = []  # every rollout this host started
-        self.next_sample = _next_sample(config.db, config.run_id, config.task.id)
+        self.lives: list[LiveRollout] = []  # every rollout this host started (admitted)
         self.finished: list[LiveRollout] = []
         self.interrupted = False
+        self.stopping = False  # no new sessions from here on
+        #: why the store failed, once it has: nothing more can be recorded, and the host stops
+        self.failure: str | None = None
+        self.failed = anyio.Event()
         self._lock = anyio.Lock()
 
     def rollout_done(self, live: LiveRollout) -> None:
@@ -264,11 +296,56 @@ class RolloutHost:
     def stop(self, *, interrupted: bool = False) -> None:
         """End every open session; they are recorded `cancelled` (unscored) as the server goes down."""
         self.interrupted = self.interrupted or interrupted
+        self.stopping = True
         for live in self.lives:
             live.end("server stopped")
 
+    def fail(self, reason: str) -> None:
+        """The store failed: nothing more can be recorded. Open sessions end, new ones are refused, every call
+        is answered with an error saying so, and the transport stops (it waits on `failed`)."""
+        if self.failure is not None:
+            return
+        self.failure = reason
+        log.error("clawsdk serve: %s; stopping, as nothing more can be recorded in %s", reason,
+                  self.config.db)
+        self.stop()
+        self.failed.set()
+
+    def failure_result(self, during: str | None = None) -> types.CallToolResult:
+        what = (f"the store failed while {during!r} ran, so its result is not recorded" if during else
+                "the store failed, so this call was not run")
+        return _text_result(f"clawsdk serve cannot record anything more: {what}. Nothing more of this "
+                            "session is recorded; the server is stopping and its run is marked failed.",
+                            error=True)
+
+    async def claim(self, agent: str) -> int:
+        """A new rollout's row, at a sample no other rollout of the run holds (another server on the same run
+        id and store included): claimed in the store on a connection of its own, never taken over. Returns
+        the sample; StoreError (and the host fails) if the store cannot take it."""
+        cfg = self.config
+
+        def insert() -> tuple[int, str]:
+            with Store(cfg.db) as store:
+                return store.claim_rollout(run_id=cfg.run_id, task_id=cfg.task.id, task_hash=cfg.task.hash,
+                                           agent=agent, model=None,
+                                           make_id=lambda sample: rollout_id(cfg.run_id, cfg.task.id, sample))
+
+        try:
+            with anyio.CancelScope(shield=True):  # a row claimed is a rollout to run: its ending must land
+                sample, _ = await anyio.to_thread.run_sync(insert)
+                return sample
+        except Exception as e:  # noqa: BLE001 - a store that cannot take a rollout: nothing can be recorded
+            self.fail(f"the store refused a write ({type(e).__name__}: {e})")
+            raise StoreError(self.failure or str(e)) from e
+
+    def ending_s(self) -> float:
+        """How long a rollout may take from the end of its session to its ending in the store: its calls in
+        flight, the end of the agent's turn, the verifier, then the sandbox closing and the store."""
+        limits = self.config.task.limits
+        return limits.tool_timeout_s + 5 + END_TURN_S + limits.verifier_timeout_s + ENDING_SLACK_S
+
     async def wait_recorded(self) -> None:
-        with anyio.move_on_after(self.config.task.limits.verifier_timeout_s + 30, shield=True):
+        with anyio.move_on_after(self.ending_s(), shield=True):
             for live in list(self.lives):
                 await live.done.wait()
 
@@ -277,7 +354,25 @@ class RolloutHost:
         if self.sessions.get(key) is live:
             del self.sessions[key]
 
-    async def live_for(self, ctx: Any) -> LiveRollout:
+    def _refusal(self) -> types.CallToolResult | None:
+        """Why a new session cannot be a rollout, as the error result its calls get; None if it can."""
+        if self.failure is not None:
+            return self.failure_result()
+        if self.stopping:
+            return _text_result("clawsdk serve is stopping and takes no new sessions; nothing of this "
+                                "session is recorded", error=True)
+        limit = self.config.max_rollouts
+        if limit is not None and len(self.lives) >= limit:
+            rollouts = f"{limit} rollout{'s' if limit != 1 else ''}"
+            return _text_result(
+                f"this server serves {rollouts} (--max-rollouts {limit}) and all have started; this session "
+                "is not a rollout and nothing it does is recorded. The server stops once they have ended.",
+                error=True)
+        return None
+
+    async def live_for(self, ctx: Any) -> LiveRollout | types.CallToolResult:
+        """The session's rollout (started at its first tool call), or the error result its calls get when the
+        host takes no more rollouts."""
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             raise ValueError("clawsdk serve keeps one rollout per MCP session: connect with the session "
                              f"(initialize) protocol, one of {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}")
@@ -287,15 +382,31 @@ class RolloutHost:
         async with self._lock:
             live = self.sessions.get(key)
             if live is None:
+                refused = self._refusal()
+                if refused is not None:
+                    return refused
                 params = connection.client_params
-                client = params.client_info.name if params and params.client_info else "unknown"
-                live = LiveRollout(self, self.next_sample, f"mcp:{client}")
-                self.next_sample += 1
+                agent = f"mcp:{params.client_info.name if params and params.client_info else 'unknown'}"
+                try:
+                    sample = await self.claim(agent)
+                except StoreError:
+                    return self.failure_result()
+                # from the claim to start_soon no checkpoint: a request cancelled meanwhile still leaves a
+                # rollout that runs and ends, never a row left `running`
+                live = LiveRollout(self, sample, agent)
                 self.sessions[key] = live
                 self.lives.append(live)
                 connection.exit_stack.callback(self._disconnected, key, live)
                 self.tg.start_soon(live.run)
         return live
+
+    async def _note_task_read(self, ctx: Any, via: str) -> None:
+        """A session that is a rollout read the task again (the `task` tool or prompt): a `note` event."""
+        connection = getattr(getattr(ctx, "session", None), "_connection", None)
+        live = self.sessions.get(id(connection)) if connection is not None else None
+        if live is None or live.ended.is_set() or self.failure is not None:
+            return
+        await live.recorder.record("note", {"event": "task_read", "via": via})
 
     def instructions(self) -> str:
         """The task's instruction and the instructions of its tool servers, for the client's system prompt."""
@@ -326,8 +437,11 @@ class RolloutHost:
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             if params.name == TASK_TOOL_NAME and self.offers_task:  # reading the task starts no rollout
+                await self._note_task_read(ctx, "tool")
                 return _text_result(self.config.task.instruction)
             live = await self.live_for(ctx)
+            if isinstance(live, types.CallToolResult):  # refused: not a rollout
+                return live
             return await live.call(params.name, dict(params.arguments or {}))
 
         async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
@@ -336,6 +450,7 @@ class RolloutHost:
         async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
             if params.name != "task":
                 raise ValueError(f"no prompt {params.name!r}; the one prompt is 'task'")
+            await self._note_task_read(ctx, "prompt")
             return types.GetPromptResult(messages=[types.PromptMessage(
                 role="user", content=types.TextContent(type="text", text=self.config.task.instruction))])
 
@@ -352,13 +467,6 @@ class RolloutHost:
         return server
 
 
-def _next_sample(db: Path, run_id: str, task_id: str) -> int:
-    with Store(db) as store:
-        rows = store.query("SELECT MAX(sample) AS m FROM rollouts WHERE run_id = ? AND task_id = ?", [run_id, task_id])
-    m = rows[0]["m"] if rows else None
-    return 0 if m is None else m + 1
-
-
 def resolve_sandbox(config: ServeConfig, registry: Registry) -> str:
     """The backend sessions get: `auto` is bwrap where it works (as for `clawsdk run`); refuses a backend
     that cannot give the task what it needs, before any client connects."""
@@ -372,32 +480,81 @@ def resolve_sandbox(config: ServeConfig, registry: Registry) -> str:
 @contextlib.asynccontextmanager
 async def hosting(config: ServeConfig, registry: Registry | None = None,
                   on_all_done: Callable[[], None] | None = None) -> AsyncIterator[RolloutHost]:
-    """A RolloutHost with its store writer and task group; on exit, open sessions end (`cancelled`) and are recorded."""
+    """A RolloutHost with its store writer and task group; on exit, open sessions end (`cancelled`) and are
+    recorded.
+
+    A store that fails (the writer's `failed`, or a rollout's claim) makes the host fail (RolloutHost.fail:
+    the transport is expected to stop on `host.failed`); on exit the run is then settled `failed` on a
+    connection of its own, and StoreError is raised."""
     from clawsdk.plugins import get_registry
 
     registry = registry or get_registry()
     config.sandbox = resolve_sandbox(config, registry)
     listing = await list_tools(config.task, registry)
-    async with StoreWriter(config.db) as writer:
-        await writer.put("upsert_run", run_id=config.run_id, status="running", agent="mcp-client",
-                         sandbox=config.sandbox, samples=None,
-                         config={"served": True, "task": config.task.id, "sandbox": config.sandbox,
-                                 "timeout_s": config.time_limit})
-        await writer.put("set_run_status", run_id=config.run_id, status="running")
-        await writer.put("upsert_task", task=config.task)
-        host: RolloutHost | None = None
-        try:
-            async with anyio.create_task_group() as tg:
-                host = RolloutHost(config, writer, registry, tg, on_all_done, listing)
-                try:
-                    yield host
-                finally:
-                    host.stop()
-        finally:
+    host: RolloutHost | None = None
+    writer: StoreWriter | None = None
+    try:
+        async with StoreWriter(config.db) as writer:
+            await writer.put("upsert_run", run_id=config.run_id, status="running", agent="mcp-client",
+                             sandbox=config.sandbox, samples=None,
+                             config={"served": True, "task": config.task.id, "sandbox": config.sandbox,
+                                     "timeout_s": config.time_limit})
+            await writer.put("set_run_status", run_id=config.run_id, status="running")
+            await writer.put("upsert_task", task=config.task)
+            await writer.flush()  # the run and the task are in before a rollout claims its row beside them
+            try:
+                async with anyio.create_task_group() as tg:
+                    host = RolloutHost(config, writer, registry, tg, on_all_done, listing)
+                    watching = anyio.CancelScope()
+
+                    async def watch_store(host: RolloutHost, writer: StoreWriter) -> None:
+                        with watching:
+                            await writer.failed.wait()
+                            e = writer.error
+                            host.fail(f"the store refused a write ({type(e).__name__}: {e})")
+
+                    tg.start_soon(watch_store, host, writer)
+                    try:
+                        yield host
+                    finally:
+                        host.stop()
+                        watching.cancel()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    stopped = host is not None and host.interrupted
+                    await writer.put("set_run_status", run_id=config.run_id,
+                                     status="interrupted" if stopped else "finished")
+    finally:
+        failure = host.failure if host is not None else None
+        if failure is None and writer is not None and writer.error is not None:
+            failure = f"the store refused a write ({type(writer.error).__name__}: {writer.error})"
+        if failure is not None:
+            ids = [live.id for live in host.lives] if host is not None else []
             with anyio.CancelScope(shield=True):
-                stopped = host is not None and host.interrupted
-                await writer.put("set_run_status", run_id=config.run_id,
-                                 status="interrupted" if stopped else "finished")
+                await anyio.to_thread.run_sync(_settle_failed, config, ids, failure)
+    if failure is not None:
+        raise StoreError(f"{failure}; clawsdk serve stopped, as nothing more could be recorded in "
+                         f"{config.db} (run {config.run_id} is marked failed)")
+
+
+def _settle_failed(config: ServeConfig, rollout_ids: list[str], reason: str) -> None:
+    """The run `failed` and its rollouts still `running` cancelled, on a connection of its own: the writer's
+    own endings of them were dropped with everything after the write the store refused."""
+    try:
+        with Store(config.db) as store, store.transaction():
+            store.settle_run(config.run_id, rollout_ids, "failed", reason)
+    except Exception as e:  # noqa: BLE001 - the store is gone altogether: say so, keep the first cause
+        log.error("could not record how run %s ended in %s: %s: %s", config.run_id, config.db,
+                  type(e).__name__, e)
+
+
+async def stop_on_store_failure(host: RolloutHost, stop: Callable[[], None]) -> None:
+    """The store failed (RolloutHost.fail): once the open sessions have ended and the calls in flight have
+    been answered (each saying that nothing is recorded), `stop` brings the transport down."""
+    await host.failed.wait()
+    await host.wait_recorded()
+    await anyio.sleep(0.5)
+    stop()
 
 
 async def stop_on_signal(host: RolloutHost, stop: Callable[[], None]) -> None:
@@ -412,31 +569,140 @@ async def stop_on_signal(host: RolloutHost, stop: Callable[[], None]) -> None:
 
 
 class _StdinLines:
-    """Lines of a pipe on stdin, read without a thread so that a signal can stop the server.
+    """The JSON-RPC messages on stdin, one a line, read without a thread so that a signal can stop the server.
 
-    (The SDK reads stdin in a worker thread that no cancellation can interrupt.)"""
+    (The SDK reads stdin in a worker thread that no cancellation can interrupt.) Each chunk read is scanned
+    once, and a line is kept to `limit` bytes (the HTTP transport's MAX_BODY): past it the line is answered
+    with a JSON-RPC error at once and the rest of it is read and dropped. A line that is not one JSON-RPC
+    message (the HTTP transport's checks, then the SDK's) is answered with a JSON-RPC error naming why, with
+    the request's id where it can be read, and skipped: the SDK would drop it without an answer, and a
+    caller waiting on its id would wait for ever. Answers go out through `answer_through`'s stream."""
 
-    def __init__(self, fd: int):
+    CHUNK = 65536
+
+    def __init__(self, fd: int, *, pollable: bool = True, limit: int = MAX_BODY):
         self.fd = fd
-        self.buffer = b""
+        self.pollable = pollable  # a regular file (or /dev/null) is read without waiting: epoll refuses it
+        self.limit = limit
+        self.partial = bytearray()  # the line being read
+        #: lines read in full and not yet taken; None stands for one cut off at `limit`
+        self.lines: deque[bytes | None] = deque()
+        self.dropping = False  # the line being read ran past `limit`: its rest is dropped
         self.eof = False
+        self._answers: ObjectSendStream[Any] | None = None
+        self._answering = anyio.Event()
+        self._refused = Throttled(logger=log)  # one line per 10 s at most: a client's flood is not the log's
+
+    def answer_through(self, stream: ObjectSendStream[Any]) -> None:
+        """Where the errors for refused lines go: the transport's stream to stdout."""
+        self._answers = stream
+        self._answering.set()
 
     def __aiter__(self) -> _StdinLines:
         return self
 
     async def __anext__(self) -> str:
-        while b"\n" not in self.buffer and not self.eof:
-            await anyio.wait_readable(self.fd)
-            try:
-                chunk = os.read(self.fd, 65536)
-            except BlockingIOError:
+        while True:
+            while not self.lines and not self.eof:
+                await self._read()
+            if not self.lines:
+                raise StopAsyncIteration
+            line = self.lines.popleft()
+            if line is None:
+                await self._refuse(None, f"the line is over {self.limit} bytes, the most one message may be; "
+                                         "it was not read", -32600)
                 continue
-            self.eof = not chunk
-            self.buffer += chunk
-        if not self.buffer:
-            raise StopAsyncIteration
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line.decode("utf-8", "replace")
+            if not line.strip():  # a blank line is no message
+                continue
+            text, why, code = _checked(line)
+            if text is not None:
+                return text
+            await self._refuse(line, why, code)
+
+    async def _refuse(self, line: bytes | None, why: str, code: int) -> None:
+        """Answer a line that is no message with a JSON-RPC error (its id if readable) and log it."""
+        from mcp.shared.message import SessionMessage
+
+        self._refused.warning("clawsdk serve: a line on stdin was skipped, with an error for the client: %s",
+                              why)
+        await self._answering.wait()
+        assert self._answers is not None
+        error = types.JSONRPCError(jsonrpc="2.0", id=_readable_id(line),
+                                   error=types.ErrorData(code=code, message=why))
+        try:
+            await self._answers.send(SessionMessage(error))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):  # the session is over
+            pass
+
+    async def _read(self) -> None:
+        if self.pollable:
+            await anyio.wait_readable(self.fd)
+        else:
+            await anyio.sleep(0)
+        try:
+            chunk = os.read(self.fd, self.CHUNK)
+        except BlockingIOError:
+            return
+        except OSError as e:  # not readable at all (a folder): the client is gone
+            log.warning("clawsdk serve: cannot read stdin (%s); ending the session", e)
+            chunk = b""
+        if not chunk:
+            self.eof = True
+            if self.partial and not self.dropping:  # the last line, without its newline
+                self.lines.append(bytes(self.partial))
+            self.partial.clear()
+            return
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            self._take(chunk, start, end)
+            if self.dropping:
+                self.dropping = False  # the end of a line cut off: already answered
+            else:
+                self.lines.append(bytes(self.partial))
+            self.partial.clear()
+            start = end + 1
+        self._take(chunk, start, len(chunk))
+
+    def _take(self, chunk: bytes, start: int, end: int) -> None:
+        if self.dropping or start == end:
+            return
+        if len(self.partial) + end - start > self.limit:
+            self.partial.clear()
+            self.dropping = True
+            self.lines.append(None)
+            return
+        self.partial += memoryview(chunk)[start:end]
+
+
+def _checked(line: bytes) -> tuple[str | None, str, int]:
+    """(the line as text, "", 0) if it is one JSON-RPC message MCP takes; else (None, why, JSON-RPC code):
+    the HTTP transport's checks (http.invalid_message), then the SDK's own."""
+    why = invalid_message(line)
+    if why is not None:
+        why = why.replace("the request body", "the line", 1)
+        return None, why, -32700 if why.startswith("the line is not JSON") else -32600
+    text = line.decode("utf-8", "replace")
+    try:
+        types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except ValueError as e:  # pydantic's ValidationError: a shape the SDK cannot take
+        errors = e.errors() if hasattr(e, "errors") else []
+        first = errors[0] if errors else {"msg": str(e)}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return None, f"the line is not a JSON-RPC message MCP can take ({where + ': ' if where else ''}" \
+                     f"{first.get('msg')})", -32600
+    return text, "", 0
+
+
+def _readable_id(line: bytes | None) -> int | str | None:
+    """The id of the request on `line`, where it can be read (for its error answer), else None."""
+    if line is None:
+        return None
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    rid = msg.get("id") if isinstance(msg, dict) else None
+    return rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
 
 
 def _pollable(fd: int) -> bool:
@@ -457,20 +723,18 @@ def _pollable(fd: int) -> bool:
 
 @contextlib.contextmanager
 def _claimed_stdin():
-    """stdin as `_StdinLines` when it can be polled (a pipe, a socket, a terminal), and fd 0 then reads
-    /dev/null so children never eat the wire; None for a regular file, which the SDK reads its own way.
+    """stdin as `_StdinLines`, and fd 0 then reads /dev/null so children never eat the wire. One that can be
+    polled (a pipe, a socket, a terminal) is waited on; a regular file (or /dev/null) is read at once.
 
     No O_NONBLOCK: the open file is shared with the process that spawned us. A read after poll says
     readable returns what is there without blocking."""
-    if not _pollable(0):
-        yield None
-        return
+    pollable = _pollable(0)
     private = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
     try:
-        yield _StdinLines(private)
+        yield _StdinLines(private, pollable=pollable)
     finally:
         os.dup2(private, 0)
         os.close(private)
@@ -479,7 +743,8 @@ def _claimed_stdin():
 async def serve_stdio(config: ServeConfig) -> RolloutHost:
     """Serve one MCP session over this process's stdin/stdout; returns once its rollout is recorded.
 
-    SIGTERM/SIGINT end the session as `cancelled` and the run as `interrupted`, never left `running`."""
+    SIGTERM/SIGINT end the session as `cancelled` and the run as `interrupted`, never left `running`. A store
+    that fails ends it too: the run is settled `failed` and StoreError is raised."""
     from mcp.server.stdio import stdio_server
 
     async with hosting(config) as host:
@@ -487,7 +752,9 @@ async def serve_stdio(config: ServeConfig) -> RolloutHost:
         with _claimed_stdin() as lines:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stop_on_signal, host, tg.cancel_scope.cancel)
+                tg.start_soon(stop_on_store_failure, host, tg.cancel_scope.cancel)
                 async with stdio_server(stdin=lines) as (read, write):
+                    lines.answer_through(write)  # lines that are no message are answered with an error
                     await server.run(read, write, server.create_initialization_options())
                 tg.cancel_scope.cancel()
     return host
@@ -507,7 +774,8 @@ async def _end_http_sessions(server: Server) -> None:
 
 async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                      on_ready: Callable[[str, str], None] | None = None, path: str = "/mcp") -> RolloutHost:
-    """Serve MCP over streamable HTTP at http://HOST:PORT/mcp until stopped (or max_rollouts ended)."""
+    """Serve MCP over streamable HTTP at http://HOST:PORT/mcp until stopped (or max_rollouts ended, or the
+    store failed: then the run is settled `failed` and StoreError is raised)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     token = token or secrets.token_urlsafe(32)
@@ -539,6 +807,7 @@ async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch)
             tg.start_soon(stop_on_signal, rollout_host, stop.set)
+            tg.start_soon(stop_on_store_failure, rollout_host, stop.set)
             if on_ready is not None:
                 on_ready(url, token)
             try:

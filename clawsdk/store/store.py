@@ -8,7 +8,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +184,33 @@ class Store:
                    finished_at = NULL, duration_s = NULL""",
             [rollout_id, run_id, task_id, task_hash, sample, attempt, agent, model, now()],
         )
+
+    def claim_rollout(self, *, run_id: str, task_id: str, task_hash: str, agent: str | None,
+                      model: str | None, make_id: Callable[[int], str]) -> tuple[int, str]:
+        """Start a new rollout of `task_id` in `run_id` at the first sample no rollout holds, in a transaction
+        of its own; returns the sample and its rollout id (`make_id(sample)`).
+
+        For processes that share a run id without a runner to hand out samples (`clawsdk serve` over stdio,
+        one process per agent run): the row is inserted, never taken over, and a sample another process took
+        in between is skipped. start_rollout's upsert made two servers' rollouts one row, and one lost its
+        events.
+        """
+        with self.transaction():
+            (top,) = self.db.execute("SELECT MAX(sample) FROM rollouts WHERE run_id = ? AND task_id = ?",
+                                     [run_id, task_id]).fetchone()
+            sample = 0 if top is None else top + 1
+            while True:
+                rollout_id = make_id(sample)
+                inserted = self.db.execute(
+                    """INSERT INTO rollouts (id, run_id, task_id, task_hash, sample, attempt, status, agent,
+                                             model, started_at)
+                       VALUES (?, ?, ?, ?, ?, 0, 'running', ?, ?, ?)
+                       ON CONFLICT DO NOTHING""",
+                    [rollout_id, run_id, task_id, task_hash, sample, agent, model, now()],
+                ).rowcount
+                if inserted:
+                    return sample, rollout_id
+                sample += 1
 
     def finish_rollout(self, *, rollout_id: str, attempt: int, status: str, failure_kind: str,
                        scored: bool, reward: float | None, passed: bool | None, error: str | None,

@@ -86,7 +86,8 @@ def _local_warning(chosen: bool) -> str:
 @click.option("--timeout", "timeout_s", type=float, default=None,
               help="Seconds a session may last from its first tool call [default: the task's limits.timeout_s].")
 @click.option("--max-rollouts", type=click.IntRange(1), default=None,
-              help="HTTP: stop after this many sessions have ended (stdio always serves one).")
+              help="HTTP: the first N sessions to call a tool are rollouts (later ones are refused); stop "
+                   "once they have ended (stdio always serves one).")
 @click.option("--reveal-verdict", is_flag=True, help="Tell the agent its score when it calls finish.")
 @click.option("--run-id", default=None, help="Record the sessions under this run id [default: serve-...].")
 @click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None,
