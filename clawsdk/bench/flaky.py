@@ -7,7 +7,10 @@ Two ways to find them:
   before each pass in case the verifier changed them; scores that differ, or a verifier that
   fails on some passes only, mark the task flaky;
 - repeated deterministic runs already in the store (the oracle run with k samples): the
-  same actions must leave the same workspace, so scores that differ between samples mark it.
+  same actions must leave the same workspace, so scores that differ between samples mark it,
+  and so does a verifier that failed (verifier_error, verifier_timeout) on some attempts and scored
+  others: every attempt counts, those the runner retried included, since the rollout row keeps only
+  the last one and a verifier that crashes every other call ends scored after one retry.
 """
 
 from __future__ import annotations
@@ -112,22 +115,34 @@ async def reverify_tasks(tasks: Sequence[Task], passes: int = 3, sandbox: str = 
     return [out[i] for i in range(len(tasks))]
 
 
+VERIFIER_FAILURES = ("verifier_error", "verifier_timeout")
+
+
 def flaky_in_runs(store: Store, run_ids: Sequence[str]) -> dict[str, str]:
-    """task hash -> why, for tasks whose repeated deterministic samples scored differently."""
+    """task hash -> why, for tasks whose repeated deterministic samples scored differently, or whose verifier
+    failed on some attempts (retried ones included) and scored others."""
+    from clawsdk.bench.results import attempt_endings
+
     out: dict[str, str] = {}
     for run_id in run_ids:
         if store.run(run_id) is None:
             raise LookupError(f"no reference run {run_id!r} in {store.path}")
-        rows = store.query("SELECT task_hash, task_id, scored, reward, failure_kind FROM rollouts "
-                           "WHERE run_id = ? AND status = 'finished' ORDER BY sample", [run_id])
+        rows = store.query("SELECT id, task_hash, task_id, scored, reward, failure_kind, attempt "
+                           "FROM rollouts WHERE run_id = ? AND status = 'finished' ORDER BY sample", [run_id])
+        earlier = attempt_endings(store, run_id)  # how the attempts before each kept one ended
         by_task: dict[str, list[dict]] = {}
         for r in rows:
             by_task.setdefault(r["task_hash"], []).append(r)
         for h, rs in by_task.items():
             rewards = [r["reward"] for r in rs if r["scored"] and r["reward"] is not None]
-            verifier_fail = [r["failure_kind"] for r in rs if r["failure_kind"] in ("verifier_error", "verifier_timeout")]
+            endings = [k for r in rs for k in [*earlier.get(r["id"], []), r["failure_kind"]]]
+            verifier_fail = [k for k in endings if k in VERIFIER_FAILURES]
             if rewards and max(rewards) - min(rewards) > TOLERANCE:
                 out[h] = (f"run {run_id}: the same actions scored " + ", ".join(f"{x:.4g}" for x in rewards))
             elif rewards and verifier_fail:
-                out[h] = f"run {run_id}: the verifier failed on {len(verifier_fail)} of {len(rs)} identical samples"
+                # a verifier that never scores is broken, not flaky (validation says so); one that fails on
+                # some attempts only is flaky, even where a retry then scored every sample
+                kinds = ", ".join(sorted(set(verifier_fail)))
+                out[h] = (f"run {run_id}: the verifier failed on {len(verifier_fail)} of {len(endings)} "
+                          f"attempts of {len(rs)} identical samples ({kinds}; retried attempts included)")
     return out

@@ -16,15 +16,19 @@ from typing import Any
 
 from clawsdk.bench.render import (
     _COST_ROWS,
+    COST_NOTE,
+    TASK_COLUMNS,
     _metric_columns,
+    completeness,
+    cost_title,
     ending_rows,
     num,
-    pct,
     pins_rows,
-    status_line,
     subscore_rows,
     subscores_to_show,
+    task_rows,
     tasks_cell,
+    warnings,
 )
 
 log = logging.getLogger(__name__)
@@ -40,7 +44,7 @@ th, td { padding: .25rem .6rem; border-bottom: 1px solid #eee; text-align: right
 th:first-child, td:first-child { text-align: left; }
 table.pins td { text-align: left; } table.pins td:first-child { color: #666; }
 .status { padding: .5rem .8rem; border-radius: 4px; }
-.complete { background: #e8f6ec; } .partial { background: #fff4d6; font-weight: 600; }
+.complete { background: #e8f6ec; } .partial, .warning { background: #fff4d6; font-weight: 600; }
 .plots { display: flex; flex-wrap: wrap; gap: 1rem; } .plots figure { margin: 0; }
 figcaption { font-size: .8rem; color: #555; }
 tr.total td { font-weight: 600; border-top: 2px solid #ccc; }
@@ -179,7 +183,9 @@ def page(r: dict, *, title: str | None = None) -> str:
     title = title or f"Benchmark report: {p['benchmark'] or p['run_id']}"
     parts = [f"<h1>{html.escape(title)}</h1>"]
     parts.append(_table(["", ""], [[k, v] for k, v in pins_rows(r)], "pins"))
-    parts.append(f'<p class="status {r["status"]}">{html.escape(status_line(r))}</p>')
+    parts.append(f'<p class="status {r["status"]}">{html.escape(completeness(r))}</p>')
+    for w in warnings(r):
+        parts.append(f'<p class="status warning">{html.escape(w)}</p>')
     figs = plots(r)
     if figs:
         parts.append('<h2>Plots</h2><div class="plots">')
@@ -201,15 +207,14 @@ def page(r: dict, *, title: str | None = None) -> str:
         parts.append(_table(["sub-score", "tasks", "mean", "spread"], subscore_rows(r["subscores"])))
     parts.append("<h2>Endings</h2>")
     parts.append(_table(["failure kind", "rollouts", ""], [list(x) for x in ending_rows(r)]))
-    parts.append("<h2>Cost per rollout</h2>")
+    cost_head = cost_title(r)
+    parts.append(f"<h2>{html.escape(cost_head[0].upper() + cost_head[1:])}</h2>"
+                 f"<p>{html.escape(COST_NOTE)}</p>")
     parts.append(_table(["", "mean", "median", "total"],
                         [[label, num(r["cost"][k]["mean"]), num(r["cost"][k]["median"]), num(r["cost"][k]["total"])]
                          for k, label in _COST_ROWS]))
     parts.append("<h2>Tasks</h2>")
-    parts.append(_table(["task", "category", "weight", "scored", "passed", "mean score", "unscored"],
-                        [[t["id"], t["category"] or "-", f"{t['weight']:g}", str(t["n"]), str(t["passed"]),
-                          pct({"value": t["mean_score"]}, ci=False),
-                          ", ".join(f"{k} {v}" for k, v in t["unscored"].items()) or "-"] for t in r["tasks"]]))
+    parts.append(_table(TASK_COLUMNS, task_rows(r)))
     body = "\n".join(parts)
     return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{_CSS}</style></head><body>\n{body}\n</body></html>\n")

@@ -31,6 +31,39 @@ def num(x: float | None, digits: int = 1) -> str:
 
 
 def status_line(r: dict) -> str:
+    """Whether the run is complete (else what is missing and how to finish it), and the warnings that go
+    with its figures whatever its status (`warnings`)."""
+    base = completeness(r)
+    notes = warnings(r)
+    return " ".join([base if not notes or base.endswith(".") else base + ".", *notes])
+
+
+def warnings(r: dict) -> list[str]:
+    """What a reader must know before reading the figures: attempts thrown away by retries (with the pass@1
+    that counts each as a failure), a run that chose the tasks it is scored on."""
+    out = []
+    if r.get("selection_biased"):
+        flags = {"runs": "--runs", "reference_runs": "--reference-run"}
+        which = " and ".join(flags.get(k, k) for k in r.get("selection_biased_by") or ["runs"])
+        out.append(f"SELECTION BIAS: run {r['pins']['run_id']} is one of the runs this benchmark was built "
+                   f"from (`bench build {which}`): this run chose the tasks it is scored on: its figure is "
+                   f"biased upward; score a fresh run.")
+    discarded = r.get("discarded_attempts") or {}
+    n = sum(discarded.values())
+    if n:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(discarded.items()))
+        line = (f"RETRIED: {n} earlier attempt{' was' if n == 1 else 's were'} retried: {kinds} "
+                f"({r.get('attempts', 0)} attempts in all); the scores keep each sample's last attempt.")
+        worst = r.get("pass@1_worst_case")
+        if worst and worst.get("value") is not None:
+            line += (f" Counting each retried attempt of a scored sample as a failure, pass@1 would be "
+                     f"{pct(worst)} (reported: {pct(r['overall']['pass@1'])}).")
+        out.append(line)
+    return out
+
+
+def completeness(r: dict) -> str:
+    """complete, or PARTIAL with what is missing and how to resume."""
     if r["status"] == "complete":
         return f"complete: every task has its {r['k']} scored sample(s)"
     skipped = len(r.get("skipped_tasks") or [])
@@ -76,8 +109,8 @@ def pins_rows(r: dict) -> list[tuple[str, str]]:
         ("seeds", ", ".join(f"{k}={v}" for k, v in p["seeds"].items()) or "-"),
         ("samples/task", str(p["samples_per_task"])),
         ("config hash", p["config_hash"][:16]),
-        ("CIs", f"{int(100 * b['confidence'])}% over tasks: Wilson where each task is 0 or 1, else bootstrap "
-                f"({b['resamples']} resamples, seed {b['seed']})"),
+        ("CIs", f"{int(100 * b['confidence'])}% over tasks: Wilson over the tasks' values (Kish's effective n "
+                f"when weighted)"),
         ("clawsdk", p["clawsdk_version"]),
     ]
 
@@ -86,10 +119,18 @@ def short(est: dict | None) -> str:
     """A compact value [low-high] for narrow terminals."""
     if not est or est.get("value") is None:
         return "-"
-    v = f"{100 * est['value']:.1f}"
+    v = rounded(est["value"], 1, 100)
     if est.get("low") is not None and est.get("n", 0) > 1:
-        v += f" [{100 * est['low']:.0f}-{100 * est['high']:.0f}]"
+        low, high = _bound(est["low"]), _bound(est["high"])
+        v += f" [{low}{', ' if high[0] in '<>' else '-'}{high}]"  # "99.7->99.9" reads as an arrow
     return v
+
+
+def _bound(x: float) -> str:
+    """A bound of a compact interval: whole points, or one decimal where whole points would round it to 0 or
+    100 when it is not (a bound of 99.7 read 100); never shown as 100 or 0 when it is not."""
+    text = rounded(x, 0, 100)
+    return rounded(x, 1, 100) if text[0] in "<>" else text
 
 
 def ending_rows(r: dict) -> list[tuple[str, str, str]]:
@@ -174,7 +215,9 @@ def terminal(r: dict, console: Console | None = None) -> None:
         pins.add_row(Text(k, style="dim"), v)
     console.print(pins)
     style = "green" if r["status"] == "complete" else "bold yellow"
-    console.print(Text(status_line(r), style=style))
+    console.print(Text(completeness(r), style=style))
+    for w in warnings(r):
+        console.print(Text(w, style="bold yellow"))
 
     cols = _metric_columns(r, compact=True)
     table = Table(title="scores (%; 95% CI over tasks in brackets)", title_justify="left")
@@ -212,7 +255,7 @@ def terminal(r: dict, console: Console | None = None) -> None:
     for k, v, note in ending_rows(r):
         kinds.add_row(k, v, note)
     parts.append(kinds)
-    cost = Table(title="cost per rollout", title_justify="left")
+    cost = Table(title=cost_title(r), title_justify="left")
     for col in ("", "mean", "median", "total"):
         cost.add_column(col, justify="right" if col else "left")
     for key, label in _COST_ROWS:
@@ -223,9 +266,36 @@ def terminal(r: dict, console: Console | None = None) -> None:
 
 
 _COST_ROWS = (("model_calls", "turns (model calls)"), ("tool_calls", "tool calls"),
-              ("prompt_tokens", "prompt tokens (all attempts)"),
-              ("completion_tokens", "completion tokens (all attempts)"),
+              ("prompt_tokens", "prompt tokens"),
+              ("completion_tokens", "completion tokens"),
               ("duration_s", "time (s)"))
+
+
+def cost_title(r: dict) -> str:
+    """Every cost column sums every attempt of a rollout, retries included: what the run cost."""
+    c = r["cost"]
+    title = "cost per rollout, every attempt included"
+    if c.get("attempts") and c["attempts"] != c["rollouts"]:
+        title += f" ({c['attempts']} attempts for {c['rollouts']} rollouts)"
+    return title
+
+
+#: said under the cost table (Markdown, HTML)
+COST_NOTE = ("Every column sums all the attempts of a rollout, retries included. An earlier attempt's time "
+             "is the span of its recorded events (its sandbox start before the first one is not recorded).")
+
+
+TASK_COLUMNS = ["task", "category", "weight", "scored", "passed", "mean score", "unscored",
+                "retried attempts"]
+
+
+def task_rows(r: dict) -> list[list[str]]:
+    def kinds(d: dict | None) -> str:
+        return ", ".join(f"{k} {v}" for k, v in (d or {}).items()) or "-"
+
+    return [[t["id"], t["category"] or "-", f"{t['weight']:g}", str(t["n"]), str(t["passed"]),
+             pct({"value": t["mean_score"]}, ci=False), kinds(t["unscored"]),
+             kinds(t.get("discarded_attempts"))] for t in r["tasks"]]
 
 
 def _md_table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
@@ -242,7 +312,10 @@ def markdown(r: dict, *, title: str | None = None) -> str:
     out = [f"# {title or 'Benchmark report: ' + (p['benchmark'] or p['run_id'])}", ""]
     out.append(_md_table(["", ""], [[k, f"`{v}`" if k in ("config hash", "run") else v] for k, v in pins_rows(r)],
                          ["l", "l"]))
-    out += ["", f"**{status_line(r)}**", "", "## Scores", "",
+    out += ["", f"**{completeness(r)}**", ""]
+    for w in warnings(r):
+        out += [f"**{w}**", ""]
+    out += ["## Scores", "",
             "Percent; 95% confidence intervals over tasks in brackets. Unscored rollouts "
             "(infrastructure failures) are excluded, never counted as zeros.", ""]
     cols = _metric_columns(r)
@@ -257,13 +330,10 @@ def markdown(r: dict, *, title: str | None = None) -> str:
         out.append(_md_table(["sub-score", "tasks", "mean", "spread"], subscore_rows(r["subscores"])))
     out += ["", "## Endings", ""]
     out.append(_md_table(["failure kind", "rollouts", ""], [list(x) for x in ending_rows(r)]))
-    out += ["", "## Cost per rollout", ""]
+    out += ["", f"## {cost_title(r)[0].upper()}{cost_title(r)[1:]}", "", COST_NOTE, ""]
     out.append(_md_table(["", "mean", "median", "total"],
                          [[label, num(r["cost"][k]["mean"]), num(r["cost"][k]["median"]), num(r["cost"][k]["total"])]
                           for k, label in _COST_ROWS]))
     out += ["", "## Tasks", ""]
-    out.append(_md_table(["task", "category", "weight", "scored", "passed", "mean score", "unscored"],
-                         [[t["id"], t["category"] or "-", f"{t['weight']:g}", str(t["n"]), str(t["passed"]),
-                           pct({"value": t["mean_score"]}, ci=False),
-                           ", ".join(f"{k} {v}" for k, v in t["unscored"].items()) or "-"] for t in r["tasks"]]))
+    out.append(_md_table(TASK_COLUMNS, task_rows(r)))
     return "\n".join(out) + "\n"

@@ -4,6 +4,12 @@ Each task gets its scored samples; infrastructure failures (scored = 0) are kept
 unscored, never counted as zeros; samples not finished yet are pending. Task files the run
 could not read (its task_errors) are skipped tasks. A run is complete when every task has its
 k scored samples and none was skipped, partial otherwise.
+
+A sample whose attempt ended unscored may be tried again (the runner's --retries, a resume with
+--retry-unscored, `bench run` on the same run id): the rollout row keeps the last attempt only.
+The attempts before it are counted here from the store (the row's attempt number, and each earlier
+attempt's ending from its own `error` events), so a report can say how many were thrown away and
+what the score would be had each been a failure; the cost is summed over every attempt.
 """
 
 from __future__ import annotations
@@ -16,7 +22,11 @@ from pathlib import PurePath
 from typing import Any
 
 from clawsdk.bench.manifest import Manifest, parse_manifest
+from clawsdk.errors import FailureKind
 from clawsdk.store.store import Store
+
+#: endings that leave a sample unscored, so that it may be tried again as a next attempt
+UNSCORED_ENDINGS = frozenset(k.value for k in FailureKind if not k.scored)
 
 #: option names whose values never go into a report (api_key, access_token, ...; not max_tokens)
 
@@ -34,6 +44,12 @@ class TaskSamples:
     subscores: dict[str, list[float]] = field(default_factory=dict)
     #: unscored samples whose automated part was scored (a hybrid with no judge model for its rubric)
     partly_verified: int = 0
+    #: attempts its samples took, the kept (last) one of each included
+    attempts: int = 0
+    #: ending -> attempts before a sample's kept one: unscored, tried again, in no score
+    discarded: Counter = field(default_factory=Counter)
+    #: of those, the attempts of samples that were scored in the end (what a worst case counts as failures)
+    discarded_scored: int = 0
 
     @property
     def n(self) -> int:
@@ -61,7 +77,9 @@ class RunData:
     manifest: Manifest | None
     bench_status: str | None  # from bench_runs, when the run was a `bench run`
     tasks: list[TaskSamples]
-    rollouts: list[dict[str, Any]]  # the finished rollouts, with their token counts
+    #: the finished rollouts (last attempt's row), with prompt/completion tokens and all_model_calls,
+    #: all_tool_calls, all_duration_s summed over every attempt
+    rollouts: list[dict[str, Any]]
     failure_kinds: Counter
     models: list[str]
     judges: list[str] = field(default_factory=list)  # judge models that scored its rollouts (from events)
@@ -83,6 +101,26 @@ class RunData:
     @property
     def unscored(self) -> int:
         return sum(sum(t.unscored.values()) for t in self.tasks)
+
+    @property
+    def attempts(self) -> int:
+        return sum(t.attempts for t in self.tasks)
+
+    @property
+    def discarded_attempts(self) -> Counter:
+        """ending -> attempts before a sample's kept one (tried again, so in no score)."""
+        out: Counter = Counter()
+        for t in self.tasks:
+            out.update(t.discarded)
+        return out
+
+    @property
+    def selection_runs(self) -> list[str]:
+        """The benchmark's build runs (`bench build --runs` / `--reference-run`) that this run is one of."""
+        if self.manifest is None:
+            return []
+        build = self.manifest.build or {}
+        return [key for key in ("runs", "reference_runs") if self.run_id in (build.get(key) or [])]
 
     def pins(self) -> dict[str, Any]:
         """Everything needed to reproduce the numbers."""
@@ -119,6 +157,48 @@ def bench_run_row(store: Store, run_id: str) -> dict | None:
     return rows[0] if rows else None
 
 
+def attempt_endings(store: Store, run_id: str) -> dict[str, list[str]]:
+    """rollout id -> how each attempt before its kept (last) one ended, oldest first; only rollouts that
+    took more than one attempt.
+
+    The rollout row holds its last attempt only. An earlier attempt's ending is the last `error` event it
+    recorded with an unscored kind (an attempt records one before its ending, and an agent_error and then a
+    verifier_error both land in one attempt); an attempt with none was cut off in flight (Ctrl-C, SIGTERM, a
+    killed runner) and then resumed: `cancelled`.
+    """
+    rows = store.query("SELECT id, attempt FROM rollouts WHERE run_id = ? AND attempt > 0", [run_id])
+    if not rows:
+        return {}
+    ended: dict[tuple[str, int], str] = {}
+    for e in store.query(
+            """SELECT e.rollout_id AS id, e.attempt AS attempt, json_extract(e.payload, '$.kind') AS kind
+               FROM rollouts o JOIN events e ON e.rollout_id = o.id AND e.attempt < o.attempt
+               WHERE o.run_id = ? AND o.attempt > 0 AND e.kind = 'error' ORDER BY e.rollout_id, e.attempt, e.seq""",
+            [run_id]):
+        if e["kind"] in UNSCORED_ENDINGS:
+            ended[(e["id"], e["attempt"])] = e["kind"]
+    return {r["id"]: [ended.get((r["id"], a), FailureKind.CANCELLED.value) for a in range(r["attempt"])]
+            for r in rows}
+
+
+def _earlier_costs(store: Store, run_id: str) -> dict[str, dict[str, float]]:
+    """rollout id -> model calls, tool calls and seconds of its attempts before the kept one, from their
+    events (the row counts the last attempt only). An earlier attempt's time is the span of its recorded
+    events: what it spent starting its sandbox before the first one is not in the store."""
+    out: dict[str, dict[str, float]] = {}
+    for e in store.query(
+            """SELECT e.rollout_id AS id, e.attempt AS attempt, SUM(e.kind = 'model_request') AS model_calls,
+                      SUM(e.kind = 'tool_call') AS tool_calls,
+                      (julianday(MAX(e.ts)) - julianday(MIN(e.ts))) * 86400.0 AS seconds
+               FROM rollouts o JOIN events e ON e.rollout_id = o.id AND e.attempt < o.attempt
+               WHERE o.run_id = ? AND o.attempt > 0 GROUP BY e.rollout_id, e.attempt""", [run_id]):
+        c = out.setdefault(e["id"], {"model_calls": 0, "tool_calls": 0, "seconds": 0.0})
+        c["model_calls"] += e["model_calls"] or 0
+        c["tool_calls"] += e["tool_calls"] or 0
+        c["seconds"] += max(0.0, e["seconds"] or 0.0)
+    return out
+
+
 def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int | None = None) -> RunData:
     """The run `run_id` per task. Without a manifest, that of its `bench run` or all its tasks."""
     run = store.run(run_id)
@@ -140,6 +220,8 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
                   SUM(COALESCE(json_extract(e.payload, '$.usage.completion_tokens'), 0)) AS completion_tokens
            FROM rollouts o JOIN events e ON e.rollout_id = o.id
            WHERE o.run_id = ? AND e.kind = 'model_response' GROUP BY o.id""", [run_id])}  # every attempt: spent
+    endings = attempt_endings(store, run_id)  # the attempts before each kept one
+    earlier = _earlier_costs(store, run_id)
     subs: dict[str, list[tuple[str, float]]] = {}
     for s in store.query(
             """SELECT v.rollout_id, v.name, v.score FROM verdict_scores v
@@ -181,15 +263,24 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
                                                                         category=r["category"])
         if r["model"]:
             models.add(r["model"])
+        before = endings.get(r["id"], [])
+        ts.attempts += (r["attempt"] or 0) + 1
+        ts.discarded.update(before)
         if r["status"] != "finished":
             ts.pending += 1
             continue
         kinds[r["failure_kind"] or "unknown"] += 1
         tok = tokens.get(r["id"]) or {}
+        more = earlier.get(r["id"]) or {}
+        # the row's counts and time are its last attempt's; tokens are every attempt's: the cost is every attempt's
         r = dict(r, prompt_tokens=tok.get("prompt_tokens") or 0, completion_tokens=tok.get("completion_tokens") or 0,
-                 category=ts.category)
+                 category=ts.category, attempts=(r["attempt"] or 0) + 1,
+                 all_model_calls=(r["n_model_calls"] or 0) + more.get("model_calls", 0),
+                 all_tool_calls=(r["n_tool_calls"] or 0) + more.get("tool_calls", 0),
+                 all_duration_s=(r["duration_s"] or 0.0) + more.get("seconds", 0.0))
         finished.append(r)
         if r["scored"] and r["reward"] is not None:
+            ts.discarded_scored += len(before)
             ts.rewards.append(float(r["reward"]))
             ts.passed.append(bool(r["passed"]))
             for name, score in subs.get(r["id"], []):

@@ -128,9 +128,17 @@ def run_and_watch(run_id: str | None, db: str | None) -> None:
 
 
 def summarize(result: RunResult) -> dict:
-    """The run as the store has it (this invocation and any earlier one of the same run id)."""
+    """The run as the store has it (this invocation and any earlier one of the same run id).
+
+    `pass_rate` and `mean_reward` are per task, as `clawsdk bench report` gives pass@1 and the mean score:
+    the mean over tasks of each task's share of passing scored samples and of its mean reward (a mean over
+    scored rollouts let a task whose samples ended unscored weigh less). `passed` and `scored` count rollouts.
+    `discarded_attempts`: attempts before each rollout's last one, by ending, that were tried again."""
+    from clawsdk.bench.results import attempt_endings
+
     with Store(result.db) as store:
         rows = store.rollouts(result.run_id)
+        earlier = attempt_endings(store, result.run_id)
     kinds = Counter(r["failure_kind"] or r["status"] for r in rows)
     scored = [r for r in rows if r["scored"]]
     cats: dict[str, list[dict]] = defaultdict(list)
@@ -139,14 +147,22 @@ def summarize(result: RunResult) -> dict:
 
     def block(rs: list[dict]) -> dict:
         sc = [r for r in rs if r["scored"]]
+        by_task: dict[str, list[dict]] = defaultdict(list)
+        for r in sc:
+            by_task[r["task_id"]].append(r)
+        rates = [sum(1 for r in t if r["passed"]) / len(t) for t in by_task.values()]
+        means = [sum(r["reward"] for r in t) / len(t) for t in by_task.values()]
         return {
             "rollouts": len(rs),
             "scored": len(sc),
             "passed": sum(1 for r in sc if r["passed"]),
-            "pass_rate": (sum(1 for r in sc if r["passed"]) / len(sc)) if sc else None,
-            "mean_reward": (sum(r["reward"] for r in sc) / len(sc)) if sc else None,
+            "tasks": len({r["task_id"] for r in rs}),
+            "tasks_scored": len(by_task),
+            "pass_rate": sum(rates) / len(rates) if rates else None,  # per task: pass@1
+            "mean_reward": sum(means) / len(means) if means else None,  # per task: the mean score
         }
 
+    discarded = Counter(k for ks in earlier.values() for k in ks)
     return {
         "run_id": result.run_id,
         "db": str(result.db),
@@ -156,6 +172,10 @@ def summarize(result: RunResult) -> dict:
         "skipped_tasks": [{"path": e.path, "field": e.field, "message": e.message} for e in result.task_errors],
         "total": block(rows),
         "unscored": len(rows) - len(scored),
+        # every attempt, and those before each rollout's last one (unscored, tried again, in no score)
+        "attempts": sum((r["attempt"] or 0) + 1 for r in rows),
+        "discarded_attempts": dict(sorted(discarded.items())),
+        "retried_now": sum(o.attempts - 1 for o in result.outcomes),  # by the runner, in this invocation
         "failure_kinds": dict(kinds),
         "categories": {c: block(rs) for c, rs in sorted(cats.items())},
         "rollouts": [{"id": r["id"], "task": r["task_id"], "sample": r["sample"], "status": r["status"],
@@ -164,20 +184,36 @@ def summarize(result: RunResult) -> dict:
     }
 
 
+def retries_line(discarded: dict, now: int = 0) -> str | None:
+    """The attempts that ended unscored and were run again (the runner's --retries, --retry-unscored), said on
+    stdout: the table keeps each rollout's last attempt, so they are in no figure."""
+    n = sum(discarded.values())
+    if not n:
+        return None
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(discarded.items()))
+    return (f"{n} earlier attempt{' was' if n == 1 else 's were'} retried: {kinds}"
+            + (f" ({now} in this invocation)" if now else "")
+            + "; each rollout keeps its last attempt (`clawsdk show ID --attempt N` shows an earlier one)")
+
+
 def print_summary(s: dict) -> None:
-    table = Table(title=f"run {s['run_id']}", title_justify="left")
-    for col in ("category", "rollouts", "scored", "passed", "pass rate", "mean reward"):
+    from clawsdk.cli.runs_cmd import PER_TASK_CAPTION
+
+    table = Table(title=f"run {s['run_id']}", title_justify="left", caption=PER_TASK_CAPTION, caption_justify="left")
+    for col in ("category", "tasks", "rollouts", "scored", "passed", "pass@1", "mean score"):
         table.add_column(col, justify="left" if col == "category" else "right")
     for cat, b in s["categories"].items():
-        table.add_row(cat, str(b["rollouts"]), str(b["scored"]), str(b["passed"]),
+        table.add_row(cat, str(b["tasks"]), str(b["rollouts"]), str(b["scored"]), str(b["passed"]),
                       fmt_reward(b["pass_rate"]), fmt_reward(b["mean_reward"]))
     t = s["total"]
     table.add_section()
-    table.add_row("[bold]all[/bold]", str(t["rollouts"]), str(t["scored"]), str(t["passed"]),
+    table.add_row("[bold]all[/bold]", str(t["tasks"]), str(t["rollouts"]), str(t["scored"]), str(t["passed"]),
                   f"[bold]{fmt_reward(t['pass_rate'])}[/bold]", fmt_reward(t["mean_reward"]))
     console.print(table)
     kinds = ", ".join(f"{k} {v}" for k, v in sorted(s["failure_kinds"].items()))
     console.print(f"endings: {kinds}" + (f"   (unscored: {s['unscored']})" if s["unscored"] else ""))
+    if line := retries_line(s.get("discarded_attempts") or {}, s.get("retried_now", 0)):
+        console.print(line)
     if s["resumed_skipped"]:
         console.print(f"resumed: {s['resumed_skipped']} rollouts had finished before and were kept")
     if s["retried_unscored"]:

@@ -12,6 +12,11 @@ from clawsdk.cli.common import console, db_option, fmt_reward, friendly_errors
 from clawsdk.store.store import Store, default_db_path
 
 
+#: what the summaries' pass@1 and mean score are (`clawsdk runs`, `clawsdk run`)
+PER_TASK_CAPTION = ("pass@1, mean score: the mean over tasks (each weighted 1) of each task's scored samples, as "
+                    "`clawsdk bench report`; passed/scored counts rollouts")
+
+
 def open_store(db: str | None) -> Store:
     return Store(db or default_db_path(), readonly=True)
 
@@ -27,14 +32,15 @@ def runs_command(db, as_json):
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
         return
-    table = Table()
-    for col in ("run", "created", "status", "agent", "sandbox", "rollouts", "finished", "passed", "mean reward"):
+    table = Table(caption=PER_TASK_CAPTION, caption_justify="left")
+    for col in ("run", "created", "status", "agent", "sandbox", "rollouts", "finished", "passed/scored",
+                "pass@1", "mean score"):
         table.add_column(col)
     for r in rows:
         scored = r["scored"] or 0
         table.add_row(r["id"], r["created_at"][:19], r["status"], r["agent"] or "", r["sandbox"] or "",
                       str(r["rollouts"]), str(r["finished"] or 0), f"{r['passed'] or 0}/{scored}",
-                      fmt_reward(r["mean_reward"]))
+                      fmt_reward(r["pass_rate"]), fmt_reward(r["mean_reward"]))
     console.print(table)
     for r in rows:
         if r["status"] == "failed" and r.get("error"):  # why, and how to go on

@@ -255,13 +255,28 @@ class Store:
         return rows[0] if rows else None
 
     def runs(self) -> list[dict]:
+        """Every run with its rollout counts (rollouts, finished, scored, passed) and, per task as `clawsdk bench
+        report` gives them, `pass_rate` (pass@1) and `mean_reward` (mean score): the mean over tasks of each
+        task's share of passing scored samples and of its mean reward, every task weighted 1. A mean over
+        scored rollouts weighed a task by how many of its samples were scored, so one whose samples ended
+        unscored (infrastructure failures, often on the hard tasks) counted less. `tasks` / `tasks_scored`:
+        tasks with a rollout, and with a scored one."""
         return self.query(
-            """SELECT r.*, COUNT(o.id) AS rollouts,
-                      SUM(o.status = 'finished') AS finished,
-                      SUM(o.passed = 1 AND o.scored = 1) AS passed,
-                      SUM(o.scored = 1) AS scored,
-                      AVG(CASE WHEN o.scored = 1 THEN o.reward END) AS mean_reward
-               FROM runs r LEFT JOIN rollouts o ON o.run_id = r.id
+            """WITH per_task AS (
+                   SELECT run_id, task_id, COUNT(*) AS rollouts, SUM(status = 'finished') AS finished,
+                          SUM(passed = 1 AND scored = 1) AS passed, SUM(scored = 1) AS scored,
+                          AVG(CASE WHEN scored = 1 THEN passed = 1 END) AS pass_rate,
+                          AVG(CASE WHEN scored = 1 THEN reward END) AS mean_reward
+                   FROM rollouts GROUP BY run_id, task_id)
+               SELECT r.*, COALESCE(SUM(p.rollouts), 0) AS rollouts,
+                      SUM(p.finished) AS finished,
+                      SUM(p.passed) AS passed,
+                      SUM(p.scored) AS scored,
+                      COUNT(p.task_id) AS tasks,
+                      COUNT(p.pass_rate) AS tasks_scored,
+                      AVG(p.pass_rate) AS pass_rate,
+                      AVG(p.mean_reward) AS mean_reward
+               FROM runs r LEFT JOIN per_task p ON p.run_id = r.id
                GROUP BY r.id ORDER BY r.created_at DESC"""
         )
 

@@ -219,8 +219,12 @@ def make_group() -> click.Group:
         if as_json:
             click.echo(json.dumps(report, indent=2, default=str))
         else:
+            # on stdout with the report: the attempts retried are in no figure (the report's RETRIED line
+            # counts every one, this invocation's and earlier ones')
             if br.result.retried:
-                err_console.print(f"retried {br.result.retried} sample(s) left unscored by an earlier invocation")
+                console.print(f"retried {br.result.retried} sample(s) left unscored by an earlier invocation")
+            if now := sum(o.attempts - 1 for o in br.result.outcomes):
+                console.print(f"retried {now} attempt(s) that ended unscored in this invocation (--retries)")
             render.terminal(report, console)
             console.print(f"report again: clawsdk bench report {br.result.run_id}"
                           + (f" --db {db}" if db else ""))

@@ -19,7 +19,8 @@ def test_run_then_show_the_trajectory(tmp_path, db):
     r = invoke("run", tmp_path / "tasks", "--samples", 2, "--db", db, "--run-id", "cli", "--json")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output)
-    assert summary["total"] == {"rollouts": 2, "scored": 2, "passed": 2, "pass_rate": 1.0, "mean_reward": 1.0}
+    assert summary["total"] == {"rollouts": 2, "scored": 2, "passed": 2, "tasks": 1, "tasks_scored": 1,
+                                "pass_rate": 1.0, "mean_reward": 1.0}
     rid = summary["rollouts"][0]["id"]
     shown = invoke("show", rid[:8], "--db", db)
     assert shown.exit_code == 0
