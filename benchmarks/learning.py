@@ -256,7 +256,8 @@ def report(results: dict, held: dict, conditions: list[str], ends: dict) -> dict
         print(f"  {split:<17} {cond:<9} {', '.join(f'{k} {v}' for k, v in e['ended'].items())}; "
               f"{e['tool_calls']} tool calls; {e['model_turns']} model turns, {e['turns_at_token_cap']} at the cap; "
               f"{e['malformed_calls']} malformed calls")
-    print("\npaired differences in pass rate (B - A on the tasks both scored, Newcombe 95% CI, permutation p):")
+    print("\npaired differences in pass rate (B - A on the tasks both scored, 95% CI: the sign-flip test inverted and "
+          "Newcombe's, whichever is wider; permutation p):")
     diffs: dict = {}
     for split in held:
         for a, b in COMPARE:
