@@ -56,12 +56,21 @@ COLUMNS = {
 QUERIES = {
     "pass_rate_by_run": {
         "title": "Pass rate by run",
-        "description": "Scored rollouts, passes and mean reward per run; unscored ones (infrastructure "
-                       "failures) are counted apart, never as zeros.",
-        "sql": "SELECT run_id, agent, COUNT(*) AS rollouts, SUM(scored = 1) AS scored, SUM(passed = 1) AS passed,\n"
-               "       ROUND(AVG(CASE WHEN scored = 1 THEN reward END), 3) AS mean_reward,\n"
-               "       SUM(scored = 0) AS unscored\n"
-               "FROM rollouts WHERE status = 'finished' GROUP BY run_id, agent ORDER BY run_id",
+        "description": "Per run, as `clawsdk runs` and `clawsdk bench report`: pass@1 and the mean score are "
+                       "means over tasks of each task's scored samples (each task weighted 1); rollouts, "
+                       "scored and passed count rollouts; unscored ones (infrastructure failures) are counted "
+                       "apart, never as zeros.",
+        "sql": "WITH per_task AS (\n"
+               "  SELECT run_id, task_id, AVG(passed = 1) AS pass_rate, AVG(reward) AS reward\n"
+               "  FROM rollouts WHERE status = 'finished' AND scored = 1 GROUP BY run_id, task_id),\n"
+               "per_run AS (\n"
+               "  SELECT run_id, COUNT(*) AS tasks_scored, ROUND(AVG(pass_rate), 3) AS pass_at_1,\n"
+               "         ROUND(AVG(reward), 3) AS mean_score FROM per_task GROUP BY run_id)\n"
+               "SELECT o.run_id, GROUP_CONCAT(DISTINCT o.agent) AS agent, COUNT(DISTINCT o.task_id) AS tasks,\n"
+               "       p.tasks_scored, p.pass_at_1, p.mean_score, COUNT(*) AS rollouts,\n"
+               "       SUM(o.scored = 1) AS scored, SUM(o.passed = 1) AS passed, SUM(o.scored = 0) AS unscored\n"
+               "FROM rollouts o LEFT JOIN per_run p ON p.run_id = o.run_id\n"
+               "WHERE o.status = 'finished' GROUP BY o.run_id ORDER BY o.run_id",
     },
     "endings": {
         "title": "How rollouts ended",

@@ -122,3 +122,29 @@ def test_db_serve_refuses_an_address_beyond_loopback_unless_told(store, tmp_path
     assert out.returncode == 0 and "warning: --public" in out.stderr, out.stderr
     assert "0.0.0.0" in json.loads(record.read_text())["args"]
     assert serve(store, env, "--host", "127.0.0.2").returncode == 0  # all of 127/8 is loopback
+
+
+def test_the_pass_rate_query_is_per_task_as_clawsdk_runs_and_bench_report(tmp_path):
+    """Task `easy` passed 4 of 4; `hard` had 3 samples unscored and 1 failed. Per scored rollout that read 0.80;
+    per task, as every other summary says it, 0.50."""
+    import sqlite3
+
+    from clawsdk.store.datasette import QUERIES
+    from clawsdk.store.store import Store
+
+    db = tmp_path / "s.db"
+    with Store(db) as s:
+        s.upsert_run("r", status="finished", agent="a")
+        for i, (task, kind, passed) in enumerate([("easy", "ok", True)] * 4 + [("hard", "model_error", None)] * 3
+                                                 + [("hard", "ok", False)]):
+            s.start_rollout(rollout_id=f"x{i}", run_id="r", task_id=task, task_hash=task, sample=i, attempt=0,
+                            agent="a", model=None)
+            scored = kind == "ok"
+            s.finish_rollout(rollout_id=f"x{i}", attempt=0, status="finished", failure_kind=kind, scored=scored,
+                             reward=float(passed) if scored else None, passed=passed, error=None, n_tool_calls=0,
+                             n_model_calls=0, duration_s=0.0)
+    with sqlite3.connect(db) as c:
+        c.row_factory = sqlite3.Row
+        (row,) = [dict(r) for r in c.execute(QUERIES["pass_rate_by_run"]["sql"])]
+    assert (row["pass_at_1"], row["mean_score"], row["tasks"], row["tasks_scored"]) == (0.5, 0.5, 2, 2)
+    assert (row["rollouts"], row["scored"], row["passed"], row["unscored"]) == (8, 5, 4, 3)
