@@ -244,16 +244,12 @@ class GateRun:
     detail: str
 
 
-async def _attempt(task: Task, agent: Any, sandbox: str) -> GateRun:
+async def _attempt(task: Task, agent: Any, make_sandbox: Any, registry: Any) -> GateRun:
     from clawsdk.errors import FailureKind
-    from clawsdk.plugins import get_registry
     from clawsdk.runtime.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
-    from clawsdk.sandbox.base import SandboxConfig
 
-    registry = get_registry()
-    make = registry.get("sandboxes", sandbox)
-    r = await attempt_rollout(task, agent, lambda: make(SandboxConfig()), Recorder(None, "synth-gate"), registry)
+    r = await attempt_rollout(task, agent, make_sandbox, Recorder(None, "synth-gate"), registry)
     detail = "; ".join(s.detail for s in r.verdict.subscores) if r.verdict else ""
     if r.kind is not FailureKind.OK or r.verdict is None:
         return GateRun(None, r.error or r.kind.value, detail)
@@ -272,9 +268,13 @@ async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
     from clawsdk.sandbox.capabilities import choose_sandbox
     from clawsdk.tasks.probes import Idle, probe_task
 
-    sandbox = choose_sandbox(sandbox)
+    registry = get_registry()
+    make = registry.get("sandboxes", choose_sandbox(sandbox))
 
-    base = await _attempt(task, Idle(), sandbox)
+    def make_sandbox() -> Any:
+        return make(SandboxConfig())
+
+    base = await _attempt(task, Idle(), make_sandbox, registry)
     out: dict[str, Any] = {"untouched_score": base.score}
     if base.error:
         raise GateFailure(f"on the untouched workspace the verifier failed to run: {base.error}; {base.detail}")
@@ -282,16 +282,14 @@ async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
         raise GateFailure(f"on the untouched workspace (before any work) check.py scored {base.score:g}; it must "
                           f"score 0. Its output: {base.detail}")
     if task.solution:
-        sol = await _attempt(task, OracleAgent(), sandbox)
+        sol = await _attempt(task, OracleAgent(), make_sandbox, registry)
         out["reference_score"] = sol.score
         if sol.error:
             raise GateFailure(f"after the reference solution the verifier failed to run: {sol.error}; {sol.detail}")
         if sol.score is None or sol.score < task.verifier.pass_threshold:
             raise GateFailure(f"after the correct reference solution check.py scored {sol.score:g}; it must "
                               f"score 1. Its output: {sol.detail}")
-    registry = get_registry()
-    make = registry.get("sandboxes", sandbox)
-    probes = await probe_task(task, lambda: make(SandboxConfig()), registry)
+    probes = await probe_task(task, make_sandbox, registry)
     out["cheap_scores"] = {p.agent: p.score for p in probes}
     problem = next((p for p in (c.problem(0.0) for c in probes) if p), "")
     if problem:

@@ -30,14 +30,6 @@ def ext(path: str) -> str:
     return Path(path).suffix.lower()
 
 
-async def read_file(sandbox: Any, path: str) -> bytes:
-    """The bytes of a workspace file, through the read cap every file tool keeps (MAX_READ_BYTES, 16 MiB):
-    a skill runs in the runner's process, where an uncapped read of one agent's 1 GiB file held the memory
-    every rollout lives in. Over the cap: FileTooLarge naming the file, its size and the limit, which
-    `tool_errors` answers as a tool error."""
-    return await sandbox.read_capped(path)
-
-
 def check_unpacked(z: zipfile.ZipFile, path: str, limit: int = MAX_READ_BYTES) -> None:
     """Refuse an archive (DOCX, XLSX) whose parts unpack past the read cap, before anything is unpacked: a
     few MiB of zeros deflate a thousandfold, so a file under the cap could still unpack to gigabytes in the

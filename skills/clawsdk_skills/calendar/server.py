@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from clawsdk.mcp.toolkit import tool_errors
-from clawsdk_skills._common import pack_server, read_file
+from clawsdk_skills._common import pack_server
 from clawsdk_skills.calendar import ics
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     srv = pack_server(__file__)
 
     async def load(path: str, timezone: str | None) -> tuple[list[ics.Event], dt.tzinfo, str]:
-        text = (await read_file(sandbox, path)).decode("utf-8", "replace")
+        text = (await sandbox.read_capped(path)).decode("utf-8", "replace")
         tz = ics.zone(timezone) if timezone else None
         events, props = ics.parse(text, tz)
         name = timezone or props.get("timezone") or "UTC"
@@ -136,7 +136,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                                  timezone: str | None = None, uid: str | None = None) -> EventOut:
         """Add an event to an .ics file (created if missing). start/end: ISO date (all day) or date-time."""
         try:
-            text = (await read_file(sandbox, path)).decode("utf-8", "replace")
+            text = (await sandbox.read_capped(path)).decode("utf-8", "replace")
         except FileNotFoundError:
             text = ics.EMPTY
         events, props = ics.parse(text)
@@ -173,7 +173,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     @tool_errors
     async def calendar_remove_event(path: str, uid: str) -> str:
         """Remove the event with this UID from an .ics file."""
-        text = (await read_file(sandbox, path)).decode("utf-8", "replace")
+        text = (await sandbox.read_capped(path)).decode("utf-8", "replace")
         lines = text.replace("\r\n", "\n").split("\n")
         out, block, found = [], None, 0
         for line in lines:

@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from clawsdk.mcp.toolkit import tool_errors, truncate
-from clawsdk_skills._common import ext, pack_server, read_file
+from clawsdk_skills._common import ext, pack_server
 from clawsdk_skills.data.query import QueryError, fmt_path, parent_of, parse_query, select
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     srv = pack_server(__file__)
 
     async def load(path: str) -> Any:
-        text = (await read_file(sandbox, path)).decode("utf-8-sig")
+        text = (await sandbox.read_capped(path)).decode("utf-8-sig")
         try:
             return json.loads(text) if _kind(path) == "json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as e:

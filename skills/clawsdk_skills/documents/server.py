@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
-from clawsdk_skills._common import check_unpacked, ext, pack_server, read_file
+from clawsdk_skills._common import check_unpacked, ext, pack_server
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
@@ -95,7 +95,7 @@ def pdf_text(data: bytes, path: str) -> str:
 
 
 async def document_text(sandbox: Sandbox, path: str) -> str:
-    data = await read_file(sandbox, path)
+    data = await sandbox.read_capped(path)
     kind = ext(path)
     if kind == ".docx":
         return docx_text(data, path)

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from clawsdk.mcp.toolkit import tool_errors, truncate
 from clawsdk.sandbox.paths import normalize_relative
-from clawsdk_skills._common import config, pack_server, read_file
+from clawsdk_skills._common import config, pack_server
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
@@ -114,7 +114,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         base = await root()
         if not mid.endswith(".eml"):
             raise ToolError(f"{mid!r} is not a message id; ids are paths such as inbox/001.eml (see mail_list)")
-        data = await read_file(sandbox, join(base, mid))
+        data = await sandbox.read_capped(join(base, mid))
         return email.message_from_bytes(data, policy=email.policy.default)
 
     async def messages(folder: str | None) -> list[tuple[str, email.message.Message]]:
@@ -129,7 +129,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
             if e.is_dir or not e.path.endswith(".eml"):
                 continue
             mid = e.path if base == "." else e.path[len(base) + 1:]
-            data = await read_file(sandbox, e.path)
+            data = await sandbox.read_capped(e.path)
             out.append((mid, email.message_from_bytes(data, policy=email.policy.default)))
         out.sort(key=lambda x: (_date(x[1]) or dt.datetime.min.replace(tzinfo=dt.timezone.utc), x[0]))
         return out

@@ -14,7 +14,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from clawsdk.mcp.toolkit import tool_errors
-from clawsdk_skills._common import check_unpacked, ext, pack_server, read_file
+from clawsdk_skills._common import check_unpacked, ext, pack_server
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
@@ -82,7 +82,7 @@ def _delimiter(path: str) -> str:
 
 async def load(sandbox: Sandbox, path: str) -> dict[str, list[list[Cell]]]:
     """Every sheet of the file as rows of cells."""
-    data = await read_file(sandbox, path)
+    data = await sandbox.read_capped(path)
     if ext(path) in (".xlsx", ".xlsm"):
         wb = _workbook(data, path, data_only=True, read_only=True)
         try:
@@ -172,7 +172,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         if ext(path) in (".xlsx", ".xlsm"):
             openpyxl = _openpyxl()
             try:
-                wb = _workbook(await read_file(sandbox, path), path)
+                wb = _workbook(await sandbox.read_capped(path), path)
             except FileNotFoundError:
                 wb = openpyxl.Workbook()
                 wb.active.title = sheet or "Sheet1"
