@@ -58,6 +58,7 @@ class Wipe(Agent):
     """Deletes every file of the workspace (with `exec`), or empties each input file (with `write`)."""
 
     name = "wipe"
+    does = "deletes every file"
 
     def applies(self, task: Task) -> bool:
         return bool(task.workspace)
@@ -74,6 +75,7 @@ class Empty(Agent):
     """Writes an empty file where each deliverable goes."""
 
     name = "empty"
+    does = "writes an empty file at each deliverable"
 
     def applies(self, task: Task) -> bool:
         return bool(deliverables(task))
@@ -88,6 +90,7 @@ class Copy(Agent):
     there is one): the right file, in the right format, holding nothing worked out."""
 
     name = "copy"
+    does = "writes a copy of an input at each deliverable"
 
     def applies(self, task: Task) -> bool:
         inputs = {f.path for f in task.workspace if f.text is not None}
@@ -103,9 +106,7 @@ class Copy(Agent):
             await ctx.tools.call("write", {"path": path, "content": source.text})
 
 
-#: what each cheap agent does, for the messages
-CHEAP = {"wipe": (Wipe, "deletes every file"), "empty": (Empty, "writes an empty file at each deliverable"),
-         "copy": (Copy, "writes a copy of an input at each deliverable")}
+CHEAP = {cls.name: cls for cls in (Wipe, Empty, Copy)}
 
 
 @dataclass
@@ -116,7 +117,7 @@ class Probe:
     error: str | None = None  # the verifier could not score what the agent left
 
     def problem(self, baseline: float) -> str:
-        what = f"the {self.agent!r} agent ({CHEAP[self.agent][1]})"
+        what = f"the {self.agent!r} agent ({CHEAP[self.agent].does})"
         if self.error:
             return (f"the verifier failed to run after {what}: {self.error}; an agent that does that must be "
                     "scored 0, not left unscored")
@@ -135,7 +136,7 @@ async def probe_task(task: Task, make_sandbox, registry) -> list[Probe]:
     from clawsdk.runtime.rollout import attempt_rollout
 
     probes = []
-    for name, (cls, _) in CHEAP.items():
+    for name, cls in CHEAP.items():
         agent = cls()
         if not agent.applies(task):
             continue
