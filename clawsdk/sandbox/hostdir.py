@@ -351,23 +351,6 @@ class HostDirSandbox(Sandbox):
         """Return (argv, host cwd, env) to spawn; the base runs the command as it is."""
         return argv, cwd, env
 
-    def _open_workdir(self, rel: str) -> int:
-        """A descriptor of the resolved folder `rel` ('' the workspace root), walked through the workspace's
-        descriptors as the file tools walk (a link swapped in since `cwd_of` leads nowhere outside); the
-        contract's errors (FileNotFoundError, NotADirectoryError, PathEscapeError) if it changed meanwhile."""
-        tree = self.files()
-
-        def once() -> int:
-            spot = tree._walk(rel, allow_root=True)
-            if not spot.name:
-                return spot.fd
-            try:
-                return safefs._open(spot, safefs.O_DIR, rel or ".")
-            finally:
-                os.close(spot.fd)
-
-        return tree._retry(rel or ".", once)
-
     @staticmethod
     def _cannot_enter(cwd: str | None, e: OSError, started: float) -> ExecResult:
         """The command's own folder could not be entered (gone, not a folder, no search right, a path longer
@@ -401,7 +384,7 @@ class HostDirSandbox(Sandbox):
             while True:
                 if by_descriptor and cwd_fd is None:
                     try:
-                        cwd_fd = self._open_workdir(rel)
+                        cwd_fd = self.files().open_dir(rel)
                     except OSError as e:
                         if e.errno not in SPAWN_TRANSIENT:
                             raise  # changed since it was resolved: the contract's errors, as from cwd_of

@@ -484,6 +484,21 @@ class Tree:
 
         return self._retry(path, once)
 
+    def open_dir(self, path: str) -> int:
+        """A descriptor of the folder `path` ('' for the root), walked as every other call walks (a link
+        swapped in leads nowhere outside), or the contract's errors; the caller closes it."""
+
+        def once() -> int:
+            spot = self._walk(path, allow_root=True)
+            if not spot.name:
+                return spot.fd
+            try:
+                return _open(spot, O_DIR, path or ".")
+            finally:
+                os.close(spot.fd)
+
+        return self._retry(path or ".", once)
+
     def list(self, path: str = ".", *, recursive: bool = False) -> list[Node]:
         """Entries of a folder (paths from the root, as resolved); symlinks are listed, never followed."""
 
