@@ -489,20 +489,27 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
     from clawsdk.errors import FailureKind
     from clawsdk.runtime.recorder import Recorder
     from clawsdk.runtime.runner import new_run_id, rollout_id
+    from clawsdk.store.store import Store
     from clawsdk.store.writer import StoreWriter
     from clawsdk.tasks.model import Task
 
     proxy = ModelProxy(upstream, upstream_key)  # a bad upstream fails here, before the store is touched
     task = task or Task(id="proxy", instruction="(model calls recorded by clawsdk proxy; no task)")
     run_id = run_id or "proxy-" + new_run_id()
-    rid = rollout_id(run_id, task.id, 0)
+    rid: str | None = None
     started = time.perf_counter()
+
+    def claim() -> tuple[int, str]:  # never a row another proxy on the same run id holds (Store.claim_rollout)
+        with Store(db) as store:
+            return store.claim_rollout(run_id=run_id, task_id=task.id, task_hash=task.hash, agent="proxy",
+                                       model=None, make_id=lambda sample: rollout_id(run_id, task.id, sample))
+
     async with StoreWriter(db) as writer:
-        await writer.put("upsert_run", run_id=run_id, status="running", agent="proxy", sandbox=None, samples=1,
+        await writer.put("upsert_run", run_id=run_id, status="running", agent="proxy", sandbox=None, samples=None,
                          config={"proxy": True, "upstream": public_url(upstream)})
         await writer.put("upsert_task", task=task)
-        await writer.put("start_rollout", rollout_id=rid, run_id=run_id, task_id=task.id, task_hash=task.hash,
-                         sample=0, attempt=0, agent="proxy", model=None)
+        await writer.flush()  # the run and the task are in before the rollout claims its row beside them
+        _, rid = await anyio.to_thread.run_sync(claim)
         recorder = Recorder(writer, rid, 0)
         tok = proxy.register(recorder, token)
         try:
@@ -525,12 +532,11 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
                                  failure_kind=FailureKind.OK.value, scored=False, reward=None, passed=None,
                                  error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
                                  duration_s=time.perf_counter() - started)
-                await writer.put("set_run_status", run_id=run_id, status="finished")
+                await writer.put("end_run", run_id=run_id, status="finished")  # unless another proxy records
     if writer.error is not None:  # its ending was dropped with the rest: end it on a connection of its own
         from clawsdk.errors import StoreError
-        from clawsdk.store.store import Store
 
         reason = f"the store refused a write ({type(writer.error).__name__}: {writer.error})"
         with Store(db) as store, store.transaction():
-            store.settle_run(run_id, [rid], "failed", reason)
+            store.settle_run(run_id, [rid] if rid else [], "failed", reason)
         raise StoreError(f"{reason}; the proxy stopped, as nothing more could be recorded in {db}")

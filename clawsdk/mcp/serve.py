@@ -522,7 +522,7 @@ async def hosting(config: ServeConfig, registry: Registry | None = None,
             finally:
                 with anyio.CancelScope(shield=True):
                     stopped = host is not None and host.interrupted
-                    await writer.put("set_run_status", run_id=config.run_id,
+                    await writer.put("end_run", run_id=config.run_id,  # unless another server still records
                                      status="interrupted" if stopped else "finished")
     finally:
         failure = host.failure if host is not None else None

@@ -136,6 +136,19 @@ class Store:
         self.db.execute("UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE id = ?",
                         [status, printable(error), now(), run_id])
 
+    def end_run(self, run_id: str, status: str) -> bool:
+        """End a run `status` unless a rollout of it is still running or retrying: one that another process
+        on the same run id holds (`clawsdk serve` over stdio, one process per agent run; `clawsdk proxy`).
+        The last to end its own marks the run; claim_rollout marks it running again. Returns whether it
+        ended the run. Two servers on one run id used to have the first to exit mark the run finished while
+        the other was still recording into it."""
+        return self.db.execute(
+            """UPDATE runs SET status = ?, error = NULL, updated_at = ?
+               WHERE id = ? AND NOT EXISTS (SELECT 1 FROM rollouts
+                                            WHERE run_id = ? AND status IN ('running', 'retrying'))""",
+            [status, now(), run_id, run_id],
+        ).rowcount == 1
+
     def settle_run(self, run_id: str, rollout_ids: list[str], status: str, error: str | None = None) -> int:
         """End a run: its status and reason, and each of `rollout_ids` still running ends `cancelled`.
 
@@ -208,7 +221,9 @@ class Store:
                        ON CONFLICT DO NOTHING""",
                     [rollout_id, run_id, task_id, task_hash, sample, agent, model, now()],
                 ).rowcount
-                if inserted:
+                if inserted:  # the run is running again if another process on it had ended it (end_run)
+                    self.db.execute("UPDATE runs SET status = 'running', error = NULL, updated_at = ? "
+                                    "WHERE id = ? AND status != 'running'", [now(), run_id])
                     return sample, rollout_id
                 sample += 1
 

@@ -112,3 +112,32 @@ def test_serve_on_any_loopback_address_keeps_the_host_check_and_warns_of_nothing
                                         ("gpu-1.internal", False), ("", False)])
 def test_one_loopback_check_for_every_listener(host, local):
     assert is_loopback(host) is local
+
+
+def test_two_proxies_on_one_run_id_record_two_rollouts_and_the_last_ends_the_run(tmp_path):
+    """Both took sample 0 (one row: the second's start took it over, the calls of both in one rollout), and the
+    first to stop marked the run finished while the other was still recording into it."""
+    db = tmp_path / "p.db"
+    procs = [_start([*PROXY, "--run-id", "shared", "--db", str(db)]) for _ in range(2)]
+    infos = [json.loads(p.stdout.readline()) for p in procs]
+    for n, info in enumerate(infos):
+        body = {"messages": [{"role": "user", "content": f"from proxy {n}"}]}
+        httpx2.post(info["base_url"] + "/chat/completions", json=body,
+                    headers={"Authorization": f"Bearer {info['token']}"}, timeout=30)
+
+    def status() -> str:
+        with sqlite3.connect(db) as c:
+            return c.execute("SELECT status FROM runs WHERE id = 'shared'").fetchone()[0]
+
+    _stop(procs[0])
+    assert status() == "running"  # the second proxy still records into the run
+    _stop(procs[1])
+    assert status() == "finished"
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT id, sample, status, n_model_calls FROM rollouts ORDER BY sample").fetchall()
+        asked = {rid: json.loads(p)["messages"][0]["content"] for rid, p in c.execute(
+            "SELECT rollout_id, payload FROM events WHERE kind = 'model_request'")}
+    assert [(s, st, n) for _, s, st, n in rows] == [(0, "finished", 1), (1, "finished", 1)]
+    assert sorted(i["rollout_id"] for i in infos) == sorted(r[0] for r in rows)
+    assert {asked[i["rollout_id"]] for i in infos} == {"from proxy 0", "from proxy 1"}
+    assert [asked[i["rollout_id"]] for i in infos] == ["from proxy 0", "from proxy 1"]

@@ -55,6 +55,30 @@ def test_two_stdio_servers_on_one_run_id_record_two_rollouts(tmp_path, db):
     assert sorted(a.split()[1] for a in answers) == sorted(r["id"] for r in rows)
 
 
+def test_the_last_of_two_stdio_servers_on_one_run_id_ends_the_run(tmp_path, db):
+    """The first server to exit marked the shared run finished while the other was still recording into it."""
+    task = make_task(tmp_path, "shared")
+
+    def status() -> str:
+        with Store(db) as s:
+            return s.run("bench")["status"]
+
+    async def main():
+        async with Client(_stdio(task, db, "--run-id", "bench"), mode="legacy") as b:
+            r = await b.call_tool("write", {"path": "done.txt", "content": "done by b\n"})
+            assert not r.is_error, r.content[0].text
+            async with Client(_stdio(task, db, "--run-id", "bench"), mode="legacy") as a:
+                await a.call_tool("write", {"path": "done.txt", "content": "done by a\n"})
+                await a.call_tool("finish", {"summary": "a"})
+            assert await anyio.to_thread.run_sync(status) == "running"  # b is still in its rollout
+            await b.call_tool("finish", {"summary": "b"})
+
+    anyio.run(main)
+    assert status() == "finished"
+    with Store(db) as s:
+        assert [(r["status"], r["passed"]) for r in s.rollouts("bench")] == [("finished", 1)] * 2
+
+
 def test_concurrent_claims_on_one_run_id_take_distinct_samples(tmp_path, db):
     task = load_task(make_task(tmp_path, "claims"))
     with Store(db) as s, s.transaction():

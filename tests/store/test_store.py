@@ -99,3 +99,26 @@ def test_a_rollout_streams_its_events_and_reads_them_back_in_order(db):
         assert events[1]["kind"] == "tool_call" and rec.n_tool_calls == 2500
 
     anyio.run(main)
+
+
+def test_a_run_shared_by_processes_ends_when_the_last_rollout_of_it_has(db):
+    """end_run leaves a run running while a rollout of it still runs (another process on the same run id), and
+    a rollout claimed in a run some process had ended marks it running again."""
+    with Store(db) as s:
+        s.upsert_run("shared", status="running")
+        s.upsert_task(task=_task())
+        claim = dict(run_id="shared", task_id="t", task_hash=_task().hash, agent="a", model=None,
+                     make_id=lambda n: f"r{n}")
+        s.claim_rollout(**claim)
+        assert s.end_run("shared", "finished") is False and s.run("shared")["status"] == "running"
+        s.finish_rollout(rollout_id="r0", attempt=0, status="finished", failure_kind="ok", scored=False,
+                         reward=None, passed=None, error=None, n_tool_calls=0, n_model_calls=0, duration_s=1)
+        assert s.end_run("shared", "finished") is True and s.run("shared")["status"] == "finished"
+        s.claim_rollout(**claim)
+        assert s.run("shared")["status"] == "running"
+
+
+def _task():
+    from clawsdk.tasks.model import Task
+
+    return Task(id="t", instruction="x")
