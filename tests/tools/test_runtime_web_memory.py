@@ -69,6 +69,40 @@ def test_background_process_poll_write_and_kill_takes_the_whole_tree():
     anyio.run(main)
 
 
+def test_a_poll_that_says_exited_has_the_whole_output():
+    """The status was read after the log: a process that wrote its last line and exited while `tail` ran was
+    reported exited with that line missing, and an agent polling until exit never saw it. Here the process is
+    fed, writes and ends while the poll's `tail` is running, every time."""
+    async def main():
+        async with connected(core_server, task_with()) as (c, sb):
+            r = await c.call_tool("exec", {"command": "read line; echo got:$line", "background": True})
+            sid = r.structured_content["sessionId"]
+            real_exec, fed = sb.exec, []
+
+            async def exec_ending_the_process_meanwhile(command, **kw):
+                result = await real_exec(command, **kw)
+                if command.startswith("tail ") and sid in command and not fed:
+                    fed.append(True)
+                    await real_exec(f"printf 'hello\\n' > \"${{HOME:-/tmp}}/.clawsdk-proc/{sid}.in\"")
+                    with anyio.fail_after(10):  # the output is written, then the process's exec returns
+                        while "got:hello" not in (await real_exec(command, **kw)).stdout:
+                            await anyio.sleep(0.05)
+                    await anyio.sleep(1)
+                return result
+
+            sb.exec = exec_ending_the_process_meanwhile
+            polls = []
+            with anyio.fail_after(30):
+                while not polls or polls[-1]["status"] != "exited":
+                    polls.append((await c.call_tool("process", {"action": "poll", "sessionId": sid})
+                                  ).structured_content)
+            sb.exec = real_exec
+            assert "".join(p["output"] for p in polls) == "got:hello\n", polls
+            assert polls[-1]["output"].endswith("got:hello\n"), polls
+
+    anyio.run(main)
+
+
 def test_background_processes_end_when_the_server_closes():
     async def main():
         async with connected(core_server, task_with()) as (c, sb):

@@ -145,10 +145,13 @@ class ProcessManager:
         return proc
 
     async def read_log(self, proc: _Proc, offset: int) -> ProcessResult:
+        # the status as it was before the log is read: a process that ended while `tail` ran was reported
+        # exited with the output it wrote last missing, and an agent that polls until exit never saw it
+        info = proc.info()
         res = await self.sandbox.exec(f"tail -c +{max(offset, 0) + 1} {PROC_DIR}/{proc.id}.log 2>/dev/null",
                                       timeout=30)
         out, cut = _cut(res.stdout)
-        return ProcessResult(**proc.info().model_dump(), output=out, truncated=cut,
+        return ProcessResult(**info.model_dump(), output=out, truncated=cut,
                              offset=max(offset, 0) + len(res.stdout.encode("utf-8")))
 
     async def kill(self, proc: _Proc) -> ProcessInfo:
