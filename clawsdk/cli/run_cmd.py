@@ -93,6 +93,15 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
         print_summary(summary)
     if result.interrupted:
         sys.exit(130)
+    if summary["total"]["rollouts"] and not summary["total"]["scored"]:
+        # a run whose every rollout ended unscored (a model that cannot load, a broken sandbox) measured
+        # nothing: exit 1, so a script or CI job does not take it for a score of 0
+        from rich.markup import escape
+
+        why = next((o.error for o in result.outcomes if o.error), None)
+        err_console.print("[red]error:[/red] no rollout of this run was scored"
+                          + (f"; the first reason: {escape(why)}" if why else ""), highlight=False)
+        sys.exit(1)
 
 
 def run_and_watch(run_id: str | None, db: str | None) -> None:

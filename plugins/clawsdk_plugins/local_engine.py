@@ -169,6 +169,7 @@ class LocalChatModel(Model):
         self._load_lock = threading.Lock()
         self._gen_lock = threading.Lock()
         self._loaded = False
+        self._load_failure: str | None = None
         self._state: _LoopState | None = None
 
     # ---- subclasses --------------------------------------------------------------------
@@ -187,11 +188,22 @@ class LocalChatModel(Model):
     # ---- shared ------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Load now (blocking). Otherwise the first chat() loads in a worker thread."""
+        """Load now (blocking). Otherwise the first chat() loads in a worker thread.
+
+        A load that fails raises ModelError, and so does every later load of this engine, at once: each
+        rollout of a run (and each retry) loaded again, and a hub name with no network spent 2.5 minutes
+        in download retries every time before the same error."""
         with self._load_lock:
+            if self._load_failure is not None:
+                raise ModelError(self._load_failure)
             if not self._loaded:
                 started = time.perf_counter()
-                self._load()
+                try:
+                    self._load()
+                except Exception as e:
+                    self._load_failure = (str(e) if isinstance(e, ModelError) else
+                                          f"{self.name} failed to load: {type(e).__name__}: {e}")
+                    raise ModelError(self._load_failure) from e
                 self._loaded = True
                 log.info("%s loaded in %.1f s", self.name, time.perf_counter() - started)
 
@@ -228,12 +240,7 @@ class LocalChatModel(Model):
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
                    **params: Any) -> ChatResponse:
         if not self._loaded:
-            try:
-                await anyio.to_thread.run_sync(self.load)
-            except ModelError:
-                raise
-            except Exception as e:
-                raise ModelError(f"{self.name} failed to load: {type(e).__name__}: {e}") from e
+            await anyio.to_thread.run_sync(self.load)
         stop = params.get("stop") or []
         stop = [stop] if isinstance(stop, str) else list(stop)
         prefix = ""

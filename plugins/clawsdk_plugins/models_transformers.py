@@ -20,6 +20,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from clawsdk.errors import ModelError
 from clawsdk_plugins.local_engine import Batch, LocalChatModel, Request, need
 
 
@@ -49,7 +50,7 @@ class TransformersModel(LocalChatModel):
         if not name:
             raise ValueError("the transformers backend needs a checkpoint: --model transformers:PATH")
         super().__init__(**options)
-        self.path = str(name)
+        self.path = os.path.expanduser(str(name))
         self.name = f"transformers:{self.path}"
         self.device = device
         self.dtype = dtype
@@ -62,6 +63,9 @@ class TransformersModel(LocalChatModel):
         self.prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     def _load(self) -> None:
+        if self.path.startswith(("/", "./", "../")) and not os.path.exists(self.path):
+            raise ModelError(f"{self.name}: no such folder; give a checkpoint folder (with config.json) or a "
+                             "Hugging Face model id")
         need("transformers", "embedded")
         torch = need("torch", "embedded")
         from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -217,6 +217,27 @@ def test_a_sandbox_root_that_cannot_hold_workspaces_is_refused_before_the_run(tm
         assert not db.exists()  # nothing ran, nothing recorded
 
 
+def test_a_run_that_scored_nothing_exits_1_with_the_reason(tmp_path, capsys):
+    """A model that could not load ended every rollout model_error (unscored, retried, each retry loading it
+    again) and the run exited 0, as if it had measured something."""
+    from tests.conftest import make_task
+
+    make_task(tmp_path / "tasks", "t1")
+    make_task(tmp_path / "tasks", "t2")
+    db = tmp_path / "store.db"
+    argv = ["run", str(tmp_path / "tasks"), "--sandbox", "local", "--db", str(db), "--agent", "tool-loop",
+            "--model", f"transformers:{tmp_path / 'no-such-checkpoint'}"]
+    code, out, err = call(argv, capsys)
+    assert "Traceback" not in out + err
+    assert code == 1, err
+    text = " ".join(err.split())
+    assert "no rollout of this run was scored; the first reason:" in text, text
+    assert f"transformers:{tmp_path / 'no-such-checkpoint'}: no such folder" in text, text
+    assert "endings: model_error 2" in " ".join(out.split())
+    with Store(db) as s:
+        assert {r["failure_kind"] for r in s.rollouts(s.runs()[0]["id"])} == {"model_error"}
+
+
 def test_bench_run_refuses_such_a_sandbox_root_before_it_records_anything(tmp_path, monkeypatch):
     import anyio
 

@@ -182,3 +182,36 @@ def test_a_conversation_past_the_window_is_the_agents_failure_once_it_has_turns(
     assert opening_overflow.value.kind is FailureKind.MODEL_ERROR
     # a prompt that fits with a generous max_tokens gets what the window leaves
     assert anyio.run(go, ask(9_990, 5)[0], 10**6).usage["completion_tokens"] == 10
+
+
+def test_a_model_that_fails_to_load_fails_every_later_call_at_once():
+    """Each rollout (and each retry) loaded again: a hub name with no network spent 2.5 minutes in download
+    retries every time before the same error."""
+
+    class Unloadable(Counting):
+        loads = 0
+
+        def _load(self):
+            type(self).loads += 1
+            time.sleep(0.2)
+            raise OSError("We couldn't connect to 'https://huggingface.co' to load the files")
+
+    model = Unloadable()
+    errors: list[str] = []
+
+    async def call():
+        try:
+            await model.chat([{"role": "user", "content": "hi"}])
+        except ModelError as e:
+            errors.append(str(e))
+
+    async def main():
+        async with anyio.create_task_group() as tg:  # rollouts that start together wait for the one load
+            for _ in range(3):
+                tg.start_soon(call)
+        await call()  # a retry
+
+    anyio.run(main)
+    assert Unloadable.loads == 1
+    assert errors == ["counting failed to load: OSError: We couldn't connect to 'https://huggingface.co' to load "
+                      "the files"] * 4
