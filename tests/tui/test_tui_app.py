@@ -238,3 +238,24 @@ def test_an_empty_store_says_how_to_fill_it(tmp_path):
         assert empty.display and "clawsdk run" in plain(empty)
 
     drive(db, script)
+
+
+def test_the_pass_rate_shown_is_per_task(tmp_path):
+    from test_tui_data import PER_TASK
+    from textual.widgets import DataTable
+    from tui_helpers import store_of
+
+    db = tmp_path / "store.db"
+    store_of(db, PER_TASK)
+
+    async def script(app, pilot):
+        await wait_for(pilot, lambda: app.runs and app.header_stats.pass_rates)
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        cells = [str(c) for c in table.get_row_at(0)]
+        assert cells[5:7] == ["50% (2 tasks)", "0.60"]  # not 80% (4/5) and 0.84: rollouts
+        assert RunsScreen.COLUMNS[5:7] == ("pass@1/task", "reward/task")
+        assert app.header_stats.pass_rate == 0.5
+        assert app.header_stats.pass_rates == (1.0, 0.5, 0.5, 0.5, 0.5)
+
+    drive(db, script)

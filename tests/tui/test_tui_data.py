@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from clawsdk_tui import rows as rowsel
 from clawsdk_tui.data import EventFollower, Rates, RunWatch, StoreReader, parse_ts
-from tui_helpers import small_store
+from tui_helpers import small_store, store_of
 
 from clawsdk.store.store import Store
 
@@ -205,3 +205,41 @@ def test_progress_counts_the_rollouts_planned_not_only_those_started(tmp_path):
     conn.execute("UPDATE runs SET config = json_set(config, '$.planned', 56)")
     conn.commit()
     assert StoreReader(synthetic).runs()[0].total == 56
+
+
+# task A: 4 samples, all pass; B: one fails, one unscored; C: only an unscored sample; D: still running.
+# Per rollout that is 4 of 5 scored passed (80%, mean reward 0.84); per task, as Store.runs, A 1 and B 0: 50%.
+PER_TASK = [
+    ("A", 1.0),
+    ("B", 0.2),
+    ("A", 1.0),
+    ("B", None),
+    ("A", 1.0),
+    ("C", None),
+    ("A", 1.0),
+    ("D", "running"),
+]
+
+
+def test_pass_rate_and_mean_reward_are_per_task_as_store_runs_gives_them(tmp_path):
+    db = tmp_path / "store.db"
+    store_of(db, PER_TASK)
+    with Store(db) as store:
+        expected = store.runs()[0]
+    run = StoreReader(db).runs()[0]
+    assert (run.scored, run.passed) == (5, 4)  # the rollouts, still counted
+    assert run.pass_rate == expected["pass_rate"] == 0.5
+    assert run.mean_reward == pytest.approx(expected["mean_reward"]) == pytest.approx(0.6)
+    assert (run.tasks, run.tasks_scored) == (expected["tasks"], expected["tasks_scored"]) == (4, 2)
+
+
+def test_run_watch_pass_rate_is_per_task_and_the_series_is_it_as_it_evolved(tmp_path):
+    db = tmp_path / "store.db"
+    store_of(db, PER_TASK)
+    watch = RunWatch(StoreReader(db), "run")
+    watch.poll()
+    assert watch.pass_rate() == 0.5
+    # after A passes: 1; B fails: (1 + 0) / 2; then A passes again and again, B and C end unscored: still 0.5
+    assert watch.pass_rate_series() == [1.0, 0.5, 0.5, 0.5, 0.5]
+    assert watch.pass_rate_series(buckets=2) == [0.5, 0.5]  # the rate at the end of each slice
+    assert RunWatch(StoreReader(db), "run").pass_rate() is None  # nothing read yet

@@ -62,3 +62,47 @@ def plain(static) -> str:
     console = Console(width=200, file=io.StringIO(), color_system=None)
     console.print(content)
     return console.file.getvalue()
+
+
+def store_of(path: Path, rollouts: list[tuple], *, run_id: str = "run", agent: str = "agent") -> None:
+    """A store with one run whose rollouts are (task, ending) in finishing order; the ending is a reward
+    (passed at 1.0), None (unscored: a sandbox error) or "running"."""
+    from clawsdk.store.store import Store
+
+    with Store(path) as store, store.transaction():
+        conn = store.db.conn
+        conn.execute(
+            "INSERT INTO runs (id, created_at, status, agent, sandbox, samples, config) "
+            "VALUES (?, ?, 'running', ?, 'local', 1, '{}')",
+            [run_id, BASE.isoformat(), agent],
+        )
+        samples: dict[str, int] = {}
+        for i, (task, ending) in enumerate(rollouts):
+            conn.execute(
+                "INSERT OR IGNORE INTO tasks (hash, id, category, source, instruction, data) "
+                "VALUES (?, ?, 'cat', 'test', 'do it', '{}')",
+                [f"h-{task}", task],
+            )
+            sample = samples[task] = samples.get(task, -1) + 1
+            finished = ending != "running"
+            scored = finished and ending is not None
+            conn.execute(
+                "INSERT INTO rollouts (id, run_id, task_id, task_hash, sample, status, failure_kind, scored, "
+                "reward, passed, started_at, finished_at, duration_s) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    f"r{i:03d}",
+                    run_id,
+                    task,
+                    f"h-{task}",
+                    sample,
+                    "finished" if finished else "running",
+                    None if not finished else ("ok" if scored else "sandbox_error"),
+                    None if not finished else int(scored),
+                    ending if scored else None,
+                    int(ending >= 1.0) if scored else None,
+                    BASE.isoformat(),
+                    f"2025-01-06T09:{i:02d}:00+00:00" if finished else None,
+                    60.0 if finished else None,
+                ],
+            )

@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from clawsdk_tui.data import EventFollower, EventsChunk, Rates, RunSummary, RunWatch, StoreReader
+from clawsdk_tui.render import clean
 from clawsdk_tui.widgets import HeaderStats
 
 
@@ -43,8 +44,6 @@ class Polled(Message):
         finished: int,
         running: int,
         errors: int,
-        scored: int,
-        passed: int,
         tool_calls: int,
         pass_rates: list[float] | None,
         detail: DetailUpdate | None,
@@ -61,8 +60,6 @@ class Polled(Message):
         self.finished = finished
         self.running = running
         self.errors = errors
-        self.scored = scored
-        self.passed = passed
         self.tool_calls = tool_calls
         self.pass_rates = pass_rates
         self.detail = detail
@@ -123,7 +120,9 @@ class WatchApp(App):
         if self.start_run:
             if self.start_run not in {r.id for r in self.reader.runs()}:
                 self.notify(
-                    f"no run {self.start_run!r} in {self.db} (yet); watching for it", severity="warning"
+                    f"no run {self.start_run!r} in {self.db} (yet); watching for it",
+                    severity="warning",
+                    markup=False,
                 )
             self.focus_run(self.start_run)
             self.push_screen(RolloutsScreen(self.start_run))
@@ -234,8 +233,6 @@ class WatchApp(App):
             finished=counts.get("finished", 0),
             running=counts.get("running", 0),
             errors=counts.get("errors", 0),
-            scored=counts.get("scored", 0),
-            passed=counts.get("passed", 0),
             tool_calls=self._tool_calls,
             pass_rates=pass_rates,
             detail=detail,
@@ -263,7 +260,8 @@ class WatchApp(App):
                 finished=msg.finished,
                 errors=msg.errors,
                 pass_rates=tuple(msg.pass_rates) if msg.pass_rates is not None else stats.pass_rates,
-                pass_rate=msg.passed / msg.scored if msg.scored else None,
+                # per task: the series is cumulative, so its last point is the rate so far
+                pass_rate=(msg.pass_rates or [None])[-1] if msg.pass_rates is not None else stats.pass_rate,
             )
         from clawsdk_tui.widgets import LiveHeader
 
@@ -281,7 +279,7 @@ class WatchApp(App):
 
     def on_poll_failed(self, msg: PollFailed) -> None:
         self._polling = False
-        self.notify(f"reading {self.db} failed: {msg.error}", severity="error", timeout=5)
+        self.notify(f"reading {self.db} failed: {msg.error}", severity="error", timeout=5, markup=False)
 
     # ---- app-wide actions ----
 
@@ -294,7 +292,7 @@ class WatchApp(App):
     def copy_rollout_id(self, rollout_id: str | None) -> None:
         if rollout_id:
             self.copy_to_clipboard(rollout_id)
-            self.notify(f"copied {rollout_id}", timeout=2)
+            self.notify(f"copied {clean(rollout_id)}", timeout=2, markup=False)  # an id from the store
 
     def open_json(self, rollout_id: str | None) -> None:
         from clawsdk_tui.screens import JsonScreen

@@ -63,6 +63,11 @@ def parse_ts(value: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class RunSummary:
+    """A run as the runs screen shows it. `scored` and `passed` count rollouts; `pass_rate` (pass@1) and
+    `mean_reward` are per task, as `Store.runs`, `clawsdk runs` and `clawsdk bench report` give them: the mean
+    over the `tasks_scored` tasks with a scored sample of each task's share of passing scored samples (of its
+    mean reward), every task weighted 1."""
+
     id: str
     status: str
     agent: str | None
@@ -74,14 +79,13 @@ class RunSummary:
     running: int
     scored: int
     passed: int
+    tasks: int
+    tasks_scored: int
+    pass_rate: float | None
     mean_reward: float | None
     failures: dict[str, int]
     first_started: str | None
     last_finished: str | None
-
-    @property
-    def pass_rate(self) -> float | None:
-        return self.passed / self.scored if self.scored else None
 
     def throughput(self, now: float) -> float | None:
         """Finished rollouts per second, from the first start to the last finish (or now, while running)."""
@@ -147,16 +151,28 @@ class StoreReader:
     # ---- runs ----------------------------------------------------------------------------
 
     def runs(self) -> list[RunSummary]:
+        # per_task is Store.runs' own, but for a rollout's last attempt only (finished): a retrying attempt's
+        # score is not the rollout's, and bench report counts it pending.
         rows = self._all(
-            """SELECT r.id, r.status, r.agent, r.sandbox, r.samples, r.created_at,
+            """WITH per_task AS (
+                   SELECT run_id, task_id,
+                          AVG(CASE WHEN scored = 1 AND status = 'finished' THEN passed = 1 END) AS pass_rate,
+                          AVG(CASE WHEN scored = 1 AND status = 'finished' THEN reward END) AS mean_reward
+                   FROM rollouts GROUP BY run_id, task_id),
+               per_run AS (
+                   SELECT run_id, COUNT(*) AS tasks, COUNT(pass_rate) AS tasks_scored,
+                          AVG(pass_rate) AS pass_rate, AVG(mean_reward) AS mean_reward
+                   FROM per_task GROUP BY run_id)
+               SELECT r.id, r.status, r.agent, r.sandbox, r.samples, r.created_at,
                       MAX(COUNT(o.id), COALESCE(json_extract(r.config, '$.planned'), 0)) AS total,
                       COALESCE(SUM(o.status = 'finished'), 0) AS finished,
                       COALESCE(SUM(o.status IN ('running', 'retrying')), 0) AS running,
                       COALESCE(SUM(o.scored = 1 AND o.status = 'finished'), 0) AS scored,
                       COALESCE(SUM(o.passed = 1 AND o.scored = 1 AND o.status = 'finished'), 0) AS passed,
-                      AVG(CASE WHEN o.scored = 1 AND o.status = 'finished' THEN o.reward END) AS mean_reward,
+                      COALESCE(t.tasks, 0) AS tasks, COALESCE(t.tasks_scored, 0) AS tasks_scored,
+                      t.pass_rate, t.mean_reward,
                       MIN(o.started_at) AS first_started, MAX(o.finished_at) AS last_finished
-               FROM runs r LEFT JOIN rollouts o ON o.run_id = r.id
+               FROM runs r LEFT JOIN rollouts o ON o.run_id = r.id LEFT JOIN per_run t ON t.run_id = r.id
                GROUP BY r.id ORDER BY r.created_at DESC, r.id"""
         )
         kinds: dict[str, dict[str, int]] = {}
@@ -178,6 +194,9 @@ class StoreReader:
                 running=r["running"],
                 scored=r["scored"],
                 passed=r["passed"],
+                tasks=r["tasks"],
+                tasks_scored=r["tasks_scored"],
+                pass_rate=r["pass_rate"],
                 mean_reward=r["mean_reward"],
                 failures=dict(sorted(kinds.get(r["id"], {}).items(), key=lambda kv: -kv[1])),
                 first_started=r["first_started"],
@@ -331,18 +350,34 @@ class RunWatch:
         return RolloutsDelta(changed=changed, full=full)
 
     def pass_rate_series(self, buckets: int = 40) -> list[float]:
-        """Pass rate of scored rollouts in finishing order, in up to `buckets` equal slices."""
+        """The per-task pass rate (see pass_rate) as it evolved: the scored rollouts in finishing order, cut
+        into up to `buckets` equal slices, and the rate over every rollout finished by the end of each slice.
+        Cumulative, so the last point is the pass rate so far; a slice's own rate would weigh the tasks that
+        happened to finish in it, and a task's samples by how many landed there."""
         done = sorted(
-            (r["finished_at"] or "", r["passed"] == 1)
-            for r in self.rows.values()
-            if r["status"] == "finished" and r["scored"] == 1
+            (
+                (r["finished_at"] or "", r["task_id"], r["passed"] == 1)
+                for r in self.rows.values()
+                if r["status"] == "finished" and r["scored"] == 1
+            ),
+            key=lambda d: d[0],
         )
-        if not done:
-            return []
         size = max(1, -(-len(done) // buckets))
-        return [
-            sum(p for _, p in done[i : i + size]) / len(done[i : i + size]) for i in range(0, len(done), size)
-        ]
+        tasks: dict[str, list[int]] = {}  # task -> [passed, scored]
+        series = []
+        for i, (_, task, passed) in enumerate(done):
+            counts = tasks.setdefault(task, [0, 0])
+            counts[0] += passed
+            counts[1] += 1
+            if (i + 1) % size == 0 or i == len(done) - 1:
+                series.append(sum(p / n for p, n in tasks.values()) / len(tasks))
+        return series
+
+    def pass_rate(self) -> float | None:
+        """pass@1 per task, as Store.runs gives it: the mean over tasks with a scored sample of each task's
+        share of passing scored samples, every task weighted 1."""
+        series = self.pass_rate_series(buckets=1)
+        return series[-1] if series else None
 
     def counts(self) -> Counter:
         c: Counter = Counter()
@@ -351,9 +386,6 @@ class RunWatch:
                 c["finished"] += 1
                 if r["failure_kind"] not in (None, "ok"):
                     c["errors"] += 1
-                if r["scored"] == 1:
-                    c["scored"] += 1
-                    c["passed"] += r["passed"] == 1
             elif r["status"] in UNFINISHED:
                 c["running"] += 1
         return c

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -13,7 +14,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from clawsdk_tui.render import render_event, verdict_table
+from clawsdk_tui.render import clean, render_event, verdict_table
 from clawsdk_tui.widgets import STATUS_STYLES, LiveHeader, duration_of, fmt_duration, status_label
 
 if TYPE_CHECKING:
@@ -37,7 +38,9 @@ class EventItem(Static):
     def __init__(self, event: dict, call_args: dict | None) -> None:
         self.event = event
         self.view = render_event(event, call_args)
-        classes = f"event {event['kind']}" + (" foldable" if self.view.foldable else "")
+        kind = str(event["kind"])  # a class name: the store's kinds are, another writer's may not be
+        kind = kind if re.fullmatch(r"[a-zA-Z_-][a-zA-Z0-9_-]*", kind) else "other"
+        classes = f"event {kind}" + (" foldable" if self.view.foldable else "")
         super().__init__(self._content(True), classes=classes)
 
     def _content(self, folded: bool) -> Content:
@@ -101,7 +104,7 @@ class RolloutScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield LiveHeader(f"clawsdk watch · {self.app.db.name}")
-        yield Static(f"loading rollout {self.rollout_id}…", id="summary")
+        yield Static(f"loading rollout {clean(self.rollout_id)}…", id="summary", markup=False)
         yield VerticalScroll(id="events")
         yield Footer()
 
@@ -171,27 +174,28 @@ class RolloutScreen(Screen):
     def _show_summary(self) -> None:
         ro = self.rollout
         if ro is None:
-            self.query_one("#summary", Static).update(f"no rollout {self.rollout_id} in the store")
+            self.query_one("#summary", Static).update(f"no rollout {clean(self.rollout_id)} in the store")
             return
         label = status_label(ro)
         reward = "-" if ro["reward"] is None else f"{ro['reward']:.2f}"
-        text = Text.assemble(
-            (ro["id"], "bold"),
-            f"  run {ro['run_id']}  task ",
-            (ro["task_id"], "bold"),
-            f"  {ro.get('category') or '-'}  sample {ro['sample']}  attempt {ro['attempt']}\n",
+        text = Text.assemble(  # the store's strings: as text, cleaned
+            (clean(ro["id"]), "bold"),
+            f"  run {clean(ro['run_id'])}  task ",
+            (clean(ro["task_id"]), "bold"),
+            f"  {clean(ro.get('category') or '-')}  sample {ro['sample']}  attempt {ro['attempt']}\n",
             (label, "bold " + STATUS_STYLES.get(label, "")),
-            f"  ending {ro['failure_kind'] or '-'}  reward ",
+            f"  ending {clean(ro['failure_kind'] or '-')}  reward ",
             (reward, "bold"),
             f"  turns {ro['n_model_calls'] or 0}  tool calls {ro['n_tool_calls'] or 0}  ",
             f"{fmt_duration(duration_of(ro, self.app.clock()))}  events {self.n_events}  ",
             ("following" if self.follow else "not following", "green" if self.follow else "dim"),
         )
         if ro.get("error"):
-            text.append(f"\n{ro['error']}", style="red")
+            text.append(f"\n{clean(ro['error'][:2000], lines=True)}", style="red")
         if self.instruction:
             lines = self.instruction.strip().splitlines()
-            shown = "\n".join(lines[:3]) + (f"  … ({len(lines) - 3} more lines)" if len(lines) > 3 else "")
+            shown = "\n".join(clean(line[:500]) for line in lines[:3])
+            shown += f"  … ({len(lines) - 3} more lines)" if len(lines) > 3 else ""
             text.append(f"\n{shown}", style="italic dim")
         self.query_one("#summary", Static).update(text)
 

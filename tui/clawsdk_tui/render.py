@@ -3,11 +3,16 @@
 Bodies are highlighted by what they are (JSON, shell, the file type a tool read or wrote,
 markdown from a model) with Textual's theme-aware highlighter, and long ones are folded by the
 widget that shows them.
+
+Every string here comes from the store, so from an agent, a model, a task file: it goes into Rich `Text`
+and Textual `Content` as text, never as markup (`[@click=app.quit]` would be a live action, a stray `[/]`
+an exception), and through `clean` first, so no control character reaches the terminal.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -19,6 +24,55 @@ from textual.highlight import highlight
 
 FOLD_LINES = 12  # bodies longer than this start folded
 MAX_BODY_CHARS = 20_000  # beyond this a body is cut; the full JSON view has everything
+MAX_NAME_CHARS = 120  # a name or a one-line message in a head line; longer ones are cut
+
+# C0 controls (ESC starts sequences that clear the screen or, with OSC 52, write the clipboard; CR and
+# BS overwrite what is shown), DEL, C1 controls (0x9b is a CSI on its own) and lone surrogates (they
+# cannot be encoded). C0 and DEL show as their control pictures (␛ ␇ ␍ ␡), the others as U+FFFD.
+# Rich and Textual strip only BEL, BS, VT, FF and CR, and let ESC through.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_PICTURES = {
+    **{c: 0x2400 + c for c in range(0x20)},
+    0x7F: 0x2421,
+    **{c: 0xFFFD for c in [*range(0x80, 0xA0), *range(0xD800, 0xE000)]},
+}
+_PICTURES_BUT_LINES = {c: v for c, v in _PICTURES.items() if c not in (0x09, 0x0A)}
+_JSON_RAW = re.compile(r"[\x7f-\x9f\ud800-\udfff]")  # what json.dumps(ensure_ascii=False) leaves raw
+
+
+def clean(text: str, *, lines: bool = False) -> str:
+    """`text` with no control character left: one line (a cell, a head), or with `lines` its newlines and
+    tabs kept (a body; CRLF read as a newline). Otherwise each character stays one character."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    if lines:
+        return text.replace("\r\n", "\n").translate(_PICTURES_BUT_LINES)
+    return text.translate(_PICTURES)
+
+
+def clean_data(value: Any) -> Any:
+    """`clean(..., lines=True)` over the strings of JSON-like data: keys, values, nested lists and dicts."""
+    if isinstance(value, str):
+        return clean(value, lines=True)
+    if isinstance(value, dict):
+        return {clean_data(k): clean_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_data(v) for v in value]
+    return value
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """JSON as json.dumps writes it, with DEL, C1 controls and lone surrogates, which it leaves raw, as \\u
+    escapes: the same JSON, safe to show."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=str)
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def name(value: Any) -> str:
+    """A name from the store for a head line: one line, cut."""
+    text = clean(str(value))
+    return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
+
 
 _LEXERS = {
     ".py": "python",
@@ -67,7 +121,7 @@ def _cut(text: str) -> str:
 
 
 def code(text: str, lexer: str | None) -> tuple[Content, int]:
-    text = _cut(text.rstrip("\n"))
+    text = clean(_cut(text.rstrip("\n")), lines=True)
     lines = text.count("\n") + 1 if text else 0
     if lexer and lexer != "text":
         return highlight(text, language=lexer), lines
@@ -79,13 +133,13 @@ def group(*parts: Content) -> Content:
 
 
 def as_json(value: Any) -> tuple[Content, int]:
-    return code(json.dumps(value, indent=2, ensure_ascii=False, default=str), "json")
+    return code(json_text(value, indent=2), "json")
 
 
 def _first_line(text: str) -> str:
     for line in text.splitlines():
         if line.strip():
-            return line.strip()[:100]
+            return clean(line.strip()[:100])
     return ""
 
 
@@ -110,12 +164,12 @@ def _args_body(tool: str, args: Any) -> tuple[Content | None, int, str]:
         rest = {k: v for k, v in args.items() if k != "content"}
         syn, n = code(args["content"], lexer_for(args.get("path")))
         return (
-            group(Content.styled(json.dumps(rest, ensure_ascii=False), "$text-muted"), syn),
+            group(Content.styled(json_text(rest), "$text-muted"), syn),
             n + 1,
             _first_line(args["content"]),
         )
     body, n = as_json(args)
-    return body, n, json.dumps(args, ensure_ascii=False)[:100]
+    return body, n, json_text(args)[:100]
 
 
 FILE_READERS = ("read", "read_file", "cat", "view")
@@ -126,7 +180,7 @@ def _result_body(tool: str, content: Any, call_args: dict | None) -> tuple[Conte
         return None, 0, ""
     if not isinstance(content, str):
         body, n = as_json(content)
-        return body, n, json.dumps(content, ensure_ascii=False)[:100]
+        return body, n, json_text(content)[:100]
     stripped = content.strip()
     if stripped[:1] in "{[":
         try:
@@ -150,7 +204,7 @@ def _exec_body(p: dict) -> tuple[Content | None, int, str]:
     for stream, style in (("stdout", ""), ("stderr", "$text-error")):
         text = str(p.get(stream) or "").rstrip("\n")
         if text:
-            text = _cut(text)
+            text = clean(_cut(text), lines=True)
             parts.append(Content.styled(text, style) if style else Content(text))
             lines += text.count("\n") + 1
     if not parts:
@@ -160,22 +214,32 @@ def _exec_body(p: dict) -> tuple[Content | None, int, str]:
 
 def render_event(e: dict, call_args: dict | None = None) -> EventView:
     """One event; `call_args` are the arguments of the tool call a result answers (for its file type)."""
-    p = e.get("payload") or {}
+    try:
+        return _render_event(e, call_args)
+    except (AttributeError, TypeError, ValueError, LookupError):  # a payload of another shape: its JSON
+        p = clean_data(e.get("payload"))
+        head = Text.assemble((f"{e['seq']:>4} ", "dim"), (name(e["kind"]), "bold"))
+        body, n = as_json(p)
+        return _view(head, body, n, json_text(p)[:100])
+
+
+def _render_event(e: dict, call_args: dict | None) -> EventView:
+    p = clean_data(e.get("payload") or {})  # what a head line shows; bodies are cleaned again once parsed
     kind = e["kind"]
     head = Text.assemble((f"{e['seq']:>4} ", "dim"))
     dur = _dur(e.get("duration_ms"))
     if kind == "tool_call":
-        head.append(f"→ {p.get('tool')}", style="bold cyan")
+        head.append(f"→ {name(p.get('tool'))}", style="bold cyan")
         body, n, summary = _args_body(str(p.get("tool")), p.get("args"))
         if n <= 1 and isinstance(p.get("args"), dict):
-            head.append(" " + json.dumps(p.get("args"), ensure_ascii=False)[:160], style="dim")
+            head.append(" " + json_text(p.get("args"))[:160], style="dim")
             return _view(head, None, 0, "")
         return _view(head, body, n, summary)
     if kind == "tool_result":
         if p.get("is_error"):
-            head.append(f"✗ {p.get('tool')}", style="bold red")
+            head.append(f"✗ {name(p.get('tool'))}", style="bold red")
         else:
-            head.append(f"← {p.get('tool')}", style="green")
+            head.append(f"← {name(p.get('tool'))}", style="green")
         head.append(dur, style="dim")
         body, n, summary = _result_body(str(p.get("tool")), p.get("content"), call_args)
         return _view(head, body, n, summary)
@@ -183,7 +247,7 @@ def render_event(e: dict, call_args: dict | None = None) -> EventView:
         msgs = p.get("messages") or []
         last = msgs[-1] if msgs else {}
         head.append("model request", style="magenta")
-        head.append(f"  {len(msgs)} messages; last from {last.get('role', '?')}", style="dim")
+        head.append(f"  {len(msgs)} messages; last from {name(last.get('role', '?'))}", style="dim")
         text = (
             last.get("content") if isinstance(last.get("content"), str) else json.dumps(last.get("content"))
         )
@@ -196,10 +260,8 @@ def render_event(e: dict, call_args: dict | None = None) -> EventView:
         head.append("model", style="bold magenta")
         usage = p.get("usage") or {}
         if usage:
-            head.append(
-                f"  {usage.get('prompt_tokens', '?')}→{usage.get('completion_tokens', '?')} tokens",
-                style="dim",
-            )
+            tokens = f"{name(usage.get('prompt_tokens', '?'))}→{name(usage.get('completion_tokens', '?'))}"
+            head.append(f"  {tokens} tokens", style="dim")
         head.append(dur, style="dim")
         parts: list[Content] = []
         lines = 0
@@ -216,7 +278,7 @@ def render_event(e: dict, call_args: dict | None = None) -> EventView:
                     args = json.loads(args)
                 except ValueError:
                     pass
-            parts.append(Content.styled(f"tool call {fn.get('name')}", "$text-accent"))
+            parts.append(Content.styled(f"tool call {name(fn.get('name'))}", "$text-accent"))
             syn, n = as_json(args) if not isinstance(args, str) else code(args, None)
             parts.append(syn)
             lines += n + 1
@@ -228,8 +290,8 @@ def render_event(e: dict, call_args: dict | None = None) -> EventView:
         score = p.get("score")
         style = "green" if isinstance(score, (int, float)) and score >= 1 else "yellow"
         head.append("check ", style="bold yellow")
-        head.append(f"{p.get('check')}: ", style="yellow")
-        head.append(f"{score}", style=style)
+        head.append(f"{name(p.get('check'))}: ", style="yellow")
+        head.append(name(score), style=style)
         detail = str(p.get("detail") or "")
         if "\n" not in detail and len(detail) < 120:
             head.append(f"  {detail}", style="dim")
@@ -240,27 +302,29 @@ def render_event(e: dict, call_args: dict | None = None) -> EventView:
         head.append("exec ", style="bold yellow")
         head.append(_first_line(str(p.get("command")))[:120])
         code_ = p.get("exit_code")
-        head.append(f"  → exit {code_}", style="green" if code_ == 0 else "red")
+        head.append(f"  → exit {name(code_)}", style="green" if code_ == 0 else "red")
         head.append(dur, style="dim")
         body, n, summary = _exec_body(p)
         return _view(head, body, n, summary)
     if kind == "error":
-        head.append(f"error ({p.get('kind')}) ", style="bold red")
+        head.append(f"error ({name(p.get('kind'))}) ", style="bold red")
         message = str(p.get("message") or "")
-        if "\n" not in message:
+        if "\n" not in message and len(message) <= MAX_NAME_CHARS:
             head.append(message, style="red")
             return _view(head, None, 0, "")
         body, n = code(message, None)
         return _view(head, body, n, _first_line(message))
-    head.append(kind, style="bold")
+    head.append(name(kind), style="bold")
     body, n = as_json(p)
-    return _view(head, body, n, json.dumps(p, ensure_ascii=False)[:100])
+    return _view(head, body, n, json_text(p)[:100])
 
 
 def verdict_table(verdict: dict) -> Table:
     table = Table(
-        title=f"verdict ({verdict['verifier']}): score {verdict['score']:.2f}, "
-        f"{'passed' if verdict['passed'] else 'failed'}",
+        title=Text(
+            f"verdict ({name(verdict['verifier'])}): score {verdict['score']:.2f}, "
+            f"{'passed' if verdict['passed'] else 'failed'}"
+        ),
         title_justify="left",
         expand=True,
     )
@@ -271,9 +335,9 @@ def verdict_table(verdict: dict) -> Table:
     for s in verdict.get("subscores") or []:
         style = "green" if s["score"] >= 1 else ("yellow" if s["score"] > 0 else "red")
         table.add_row(
-            s["name"],
+            Text(name(s["name"])),
             Text(f"{s['score']:.2f}", style=style),
             f"{s['weight']:g}",
-            (s.get("detail") or "")[:200],
+            Text(clean((s.get("detail") or "")[:200], lines=True)),
         )
     return table

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -15,6 +14,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TextArea
 
 from clawsdk_tui import rows as rowsel
 from clawsdk_tui.data import RunSummary, StoreReader
+from clawsdk_tui.render import clean, json_text
 from clawsdk_tui.widgets import STATUS_STYLES, Line, LiveHeader, RolloutTable
 
 if TYPE_CHECKING:
@@ -29,11 +29,11 @@ def _bar(done: int, total: int, width: int = 12) -> Text:
 def _failures(kinds: dict[str, int]) -> Text:
     if not kinds:
         return Text("-", style="dim")
-    return Text(" ".join(f"{k} {n}" for k, n in kinds.items()), style="red")
+    return Text(clean(" ".join(f"{k} {n}" for k, n in kinds.items())), style="red")
 
 
 class RunsScreen(Screen):
-    """Every run in the store: progress, pass rate so far, throughput, failures by kind."""
+    """Every run in the store: progress, pass rate (per task) so far, throughput, failures by kind."""
 
     BINDINGS = [
         Binding("enter", "open", "rollouts"),
@@ -45,8 +45,8 @@ class RunsScreen(Screen):
         "agent",
         "progress",
         "running",
-        "pass rate",
-        "mean reward",
+        "pass@1/task",
+        "reward/task",
         "rollouts/s",
         "failures",
         "started",
@@ -83,18 +83,18 @@ class RunsScreen(Screen):
         now = self.app.clock()
         for r in runs:
             tput = r.throughput(now)
-            rate = r.pass_rate
-            table.add_row(
-                r.id,
-                Text(r.status, style="yellow" if r.status == "running" else ""),
-                r.agent or "",
+            rate, tasks = r.pass_rate, f"{r.tasks_scored} task{'' if r.tasks_scored == 1 else 's'}"
+            table.add_row(  # a str cell would be markup: Text, cleaned, for what the store holds
+                Text(clean(r.id)),
+                Text(clean(r.status), style="yellow" if r.status == "running" else ""),
+                Text(clean(r.agent or "")),
                 _bar(r.finished, r.total),
                 Text(str(r.running), style="yellow" if r.running else "dim"),
-                "-" if rate is None else f"{rate:.0%} ({r.passed}/{r.scored})",
+                "-" if rate is None else f"{rate:.0%} ({tasks})",  # pass@1 per task, as `clawsdk runs`
                 "-" if r.mean_reward is None else f"{r.mean_reward:.2f}",
                 "-" if tput is None else f"{tput:.2f}",
                 _failures(r.failures),
-                (r.created_at or "")[:19],
+                Text(clean((r.created_at or "")[:19])),
                 key=r.id,
             )
         if current is not None and current in {r.id for r in runs}:
@@ -102,8 +102,10 @@ class RunsScreen(Screen):
         empty = self.query_one("#empty", Static)
         empty.display = not runs
         empty.update(
-            f"No runs in {self.app.db} yet. Start one with `clawsdk run TASKS --db {self.app.db}`; "
-            "it appears here as soon as it starts."
+            Text(
+                f"No runs in {self.app.db} yet. Start one with `clawsdk run TASKS --db {self.app.db}`; "
+                "it appears here as soon as it starts."
+            )
         )
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -204,7 +206,7 @@ class RolloutsScreen(Screen):
             (f"{self.sort}{' ▼' if self.reverse else ' ▲'}", "bold"),
             "  ",
             (f"{len(self.shown):,} of {total:,}", "bold"),
-            f"  run {self.run_id}",
+            f"  run {clean(self.run_id)}",
         )
         self.query_one("#facets", Line).show(facets)
 
@@ -317,9 +319,9 @@ class JsonScreen(Screen):
     @work(thread=True, exit_on_error=False)
     def _load(self, reader: StoreReader, rollout_id: str) -> None:
         try:
-            text = json.dumps(reader.rollout_json(rollout_id), indent=2, ensure_ascii=False, default=str)
+            text = json_text(reader.rollout_json(rollout_id), indent=2)  # what it leaves raw, \u-escaped
         except Exception as e:
-            text = f"could not read rollout {rollout_id}: {e}"
+            text = clean(f"could not read rollout {rollout_id}: {e}", lines=True)
         self.app.call_from_thread(self._show, text)
 
     def _show(self, text: str) -> None:

@@ -24,6 +24,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from clawsdk_tui.data import UNFINISHED, parse_ts
+from clawsdk_tui.render import clean
 
 # ---- the live header ----------------------------------------------------------------------
 
@@ -36,8 +37,8 @@ class HeaderStats:
     running: int = 0
     finished: int = 0
     errors: int = 0
-    pass_rates: tuple[float, ...] = ()
-    pass_rate: float | None = None
+    pass_rates: tuple[float, ...] = ()  # the per-task pass rate as it evolved (RunWatch.pass_rate_series)
+    pass_rate: float | None = None  # pass@1 per task so far
 
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -56,7 +57,7 @@ def sparkline(values: tuple[float, ...] | list[float], width: int = 24) -> Text:
 
 
 class LiveHeader(Widget):
-    """One line: store, run, rates, errors, and the pass rate as it evolved.
+    """One line: store, run, rates, errors, and the pass rate (pass@1 per task) as it evolved.
 
     Drawn by render() rather than built from Static children: a Static update asks for a new
     layout of the whole screen, and this line changes on every poll.
@@ -84,9 +85,9 @@ class LiveHeader(Widget):
     def render(self) -> Text:
         s = self.stats
         left = Text.assemble(
-            (f" {self.title} ", "bold reverse"),
+            (f" {clean(self.title)} ", "bold reverse"),
             "  ",
-            (s.scope or "no run", "bold"),
+            (clean(s.scope) or "no run", "bold"),
             "  ",
             (f"{s.rollouts_per_s:.2f}", "bold"),
             " rollouts/s  ",
@@ -98,7 +99,10 @@ class LiveHeader(Widget):
             " errors",
         )
         right = Text.assemble(
-            sparkline(s.pass_rates), "  ", "pass –" if s.pass_rate is None else f"pass {s.pass_rate:.0%}", " "
+            sparkline(s.pass_rates, width=20),
+            " pass@1/task ",
+            "–" if s.pass_rate is None else f"{s.pass_rate:.0%}",
+            " ",
         )
         gap = self.size.width - left.cell_len - right.cell_len
         if gap < 1:  # narrow: the figures give way before the pass rate does
@@ -193,6 +197,8 @@ def cell(row: dict, key: str, now: float) -> tuple[str, str]:
 
 
 def _fit(text: str, width: int, right: bool) -> str:
+    """`text` from the store (a task id, a category) in one line of `width` characters, cleaned."""
+    text = clean(text[: width + 1])
     if len(text) > width:
         text = text[: width - 1] + "…"
     return text.rjust(width) if right else text.ljust(width)
