@@ -147,3 +147,14 @@ def load_all(specs: tuple[str, ...]) -> tuple[list, list]:
 def print_task_errors(errors: list) -> None:
     for e in errors:
         err_console.print(f"[yellow]skipped task:[/yellow] {escape(str(e))}")
+
+
+def exit_if_nothing_scored(rollouts: int, scored: int, outcomes: list) -> None:
+    """A run whose every rollout ended unscored (a model that cannot load, a sandbox that cannot start)
+    measured nothing: exit 1 with the first reason, so a script or a CI job does not take it for a score
+    of 0 (it exited 0)."""
+    if rollouts and not scored:
+        why = next((o.error for o in outcomes if o.error), None)
+        err_console.print("[red]error:[/red] no rollout of this run was scored"
+                          + (f"; the first reason: {escape(why)}" if why else ""))
+        sys.exit(1)

@@ -14,8 +14,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from clawsdk.bench.manifest import MAX_SAMPLES
-from clawsdk.cli.common import (announce_sandbox, console, db_option, err_console, fmt_reward,  # noqa: F401
-                                friendly_errors, load_all, parse_options, print_task_errors)
+from clawsdk.cli.common import (announce_sandbox, console, db_option, err_console,  # noqa: F401
+                                exit_if_nothing_scored, fmt_reward, friendly_errors, load_all, parse_options,
+                                print_task_errors)
 from clawsdk.cli.options import agent_options, json_option, rollout_options
 from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
 from clawsdk.sandbox.base import SandboxConfig
@@ -93,15 +94,7 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
         print_summary(summary)
     if result.interrupted:
         sys.exit(130)
-    if summary["total"]["rollouts"] and not summary["total"]["scored"]:
-        # a run whose every rollout ended unscored (a model that cannot load, a broken sandbox) measured
-        # nothing: exit 1, so a script or CI job does not take it for a score of 0
-        from rich.markup import escape
-
-        why = next((o.error for o in result.outcomes if o.error), None)
-        err_console.print("[red]error:[/red] no rollout of this run was scored"
-                          + (f"; the first reason: {escape(why)}" if why else ""), highlight=False)
-        sys.exit(1)
+    exit_if_nothing_scored(summary["total"]["rollouts"], summary["total"]["scored"], result.outcomes)
 
 
 def run_and_watch(run_id: str | None, db: str | None) -> None:

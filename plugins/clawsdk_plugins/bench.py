@@ -57,8 +57,8 @@ def _ks(value: str | None) -> list[int] | None:
 
 
 def make_group() -> click.Group:
-    from clawsdk.cli.common import (console, db_option, err_console, friendly_errors, parse_options,
-                                    print_task_errors)
+    from clawsdk.cli.common import (console, db_option, err_console, exit_if_nothing_scored, friendly_errors,
+                                    parse_options, print_task_errors)
     from clawsdk.cli.options import agent_options, rollout_options
 
     @click.group("bench")
@@ -230,6 +230,8 @@ def make_group() -> click.Group:
                           + (f" --db {db}" if db else ""))
         if br.result.interrupted:
             sys.exit(130)
+        exit_if_nothing_scored(sum(t["n"] for t in report["tasks"]) + report["unscored"],
+                               sum(t["n"] for t in report["tasks"]), br.result.outcomes)
 
     @bench.command("report")
     @click.argument("run_id")

@@ -265,3 +265,24 @@ def test_a_manifest_nested_too_deep_names_the_file(tmp_path, capsys):
         load_manifest(path)
     code, err = _bench_run_cli(path, tmp_path, capsys)
     assert code == 2 and f"{path}: invalid JSON: nested deeper than" in err and "a bug" not in err, err
+
+
+def test_a_bench_run_that_scored_nothing_exits_1_with_the_reason(tmp_path, capsys):
+    """Every sample unscored (here a model that cannot load) exited 0, as if the agent had been measured."""
+    from clawsdk.cli import main
+    from clawsdk.tasks.native import load_task
+    from tests.conftest import make_task
+
+    ts = [load_task(make_task(tmp_path / "tasks", f"t{i}")) for i in range(2)]
+    path = select(ts, opts(band=None)).manifest.save(tmp_path / "bench.json")
+    try:
+        main(["bench", "run", str(path), "--tasks", str(tmp_path / "tasks"), "--agent", "tool-loop",
+              "--model", f"transformers:{tmp_path / 'none'}", "--sandbox", "local", "--db", str(tmp_path / "s.db"),
+              "--retries", "0"])
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert f"no rollout of this run was scored; the first reason: transformers:{tmp_path / 'none'}: no such folder" \
+        in " ".join(err.split())
