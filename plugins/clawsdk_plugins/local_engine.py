@@ -12,10 +12,12 @@ and implements `_load` and `_generate`.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,6 +135,14 @@ class _LoopState:
         self.mutex = threading.Lock()
         self.pending: list[Request] = []
         self.serving = False
+        self.thread: threading.Thread | None = None
+        self.batch: Batch | None = None  # what the thread generates now
+        _STATES.add(self)
+
+    def cancel_all(self) -> None:
+        with self.mutex:
+            for r in self.pending + (self.batch.everyone() if self.batch else []):
+                r.cancelled = True
 
     def take(self, n: int, sampling: tuple | None = None) -> list[Request]:
         """Up to n queued requests, in order, that sample like `sampling` (like the first, when None)."""
@@ -148,6 +158,24 @@ class _LoopState:
             for r in taken:
                 self.pending.remove(r)
             return taken
+
+
+_STATES: weakref.WeakSet[_LoopState] = weakref.WeakSet()
+EXIT_WAIT_S = 60
+
+
+@atexit.register
+def _stop_generating() -> None:
+    """At interpreter exit, every row is cancelled and the generation threads are waited for (each stops at
+    its next token; a prefill in progress ends first). A daemon thread still inside torch when the
+    interpreter went down aborted the process: `clawsdk run` exited 134 after a rollout whose agent ran out
+    of time while the model was answering, its summary already printed."""
+    states = list(_STATES)
+    for state in states:
+        state.cancel_all()
+    for state in states:
+        if state.thread is not None and state.thread.is_alive() and state.thread is not threading.current_thread():
+            state.thread.join(EXIT_WAIT_S)
 
 
 class LocalChatModel(Model):
@@ -265,6 +293,7 @@ class LocalChatModel(Model):
             start, state.serving = not state.serving, True
         if start:  # once the loop has run what is ready: requests made together start as one batch
             thread = threading.Thread(target=self._serve, args=(state,), name=f"clawsdk-{self.backend}", daemon=True)
+            state.thread = thread
             _call_soon(state.token, thread.start)
         try:
             await req.done.wait()
@@ -288,7 +317,7 @@ class LocalChatModel(Model):
                 if not state.pending:
                     state.serving = False
                     return
-            batch = Batch(state, state.take(self.max_batch))
+            batch = state.batch = Batch(state, state.take(self.max_batch))
             try:
                 with self._gen_lock:  # one generation at a time, also across event loops
                     batch.requests = [r for r in batch.requests if not _expired(r, batch)]

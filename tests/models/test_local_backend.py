@@ -514,3 +514,36 @@ def test_a_row_longer_than_the_batch_widens_it_in_place_and_unused_memory_never_
         want = alone(model, prompts[name], limits[name])
         assert out[name].completion_token_ids == want.completion_token_ids
         assert out[name].logprobs == pytest.approx(want.logprobs, abs=1e-3)
+
+
+EXIT_WHILE_GENERATING = """
+import sys, anyio
+from clawsdk_plugins.models_transformers import TransformersModel
+model = TransformersModel(sys.argv[1], device="cpu")
+
+async def main():
+    with anyio.move_on_after(1):  # the agent's time runs out while the model reads a long prompt
+        await model.chat([{"role": "user", "content": "hello " * 20000}], max_tokens=100000, timeout_s=600)
+
+anyio.run(main)
+import threading
+generating = any(t.name.startswith("clawsdk-") and t.is_alive() for t in threading.enumerate())
+print(f"the run is over; still generating: {generating}", flush=True)
+"""
+
+
+def test_a_process_that_ends_while_the_model_generates_exits_cleanly(tiny_checkpoint, tmp_path):
+    """The generation thread was still inside torch when the interpreter went down: the process aborted (exit
+    134, `terminate called without an active exception`) after `clawsdk run` had printed its summary, every
+    time an agent ran out of time while the embedded model was answering."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit_while_generating.py"
+    script.write_text(EXIT_WHILE_GENERATING)
+    proc = subprocess.run([sys.executable, str(script), str(tiny_checkpoint)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0 and "the run is over" in proc.stdout, proc.stderr[-2000:]
+    assert "still generating: True" in proc.stdout  # the case at hand: the thread is inside torch at exit
+    assert "terminate called" not in proc.stderr
