@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import reprlib
 import time
 from collections.abc import AsyncIterator
@@ -51,8 +52,9 @@ MAX_ARGUMENT_DEPTH = 64
 
 def arguments_problem(args: Any) -> str | None:
     """Why `args` cannot go to a tool server as its arguments (a JSON object of plain JSON values, nested
-    at most MAX_ARGUMENT_DEPTH deep), or None. Checked before the call: the client failing to encode a
-    request would otherwise read as a broken tool server (sandbox_error), an agent's doing made unscored."""
+    at most MAX_ARGUMENT_DEPTH deep, numbers finite), or None. Checked before the call: the client failing to
+    encode a request would otherwise read as a broken tool server (sandbox_error), an agent's doing made
+    unscored. NaN and Infinity are not JSON (`serve` and the proxy refuse them as they parse a request)."""
     if not isinstance(args, dict):
         return f"are {type(args).__name__}, not an object"
     stack: list[tuple[Any, int]] = [(args, 1)]
@@ -66,6 +68,8 @@ def arguments_problem(args: Any) -> str | None:
             stack.extend((v, depth + 1) for v in value.values())
         elif isinstance(value, list):
             stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"hold {value!r}, which is not a finite number (JSON has no NaN or Infinity)"
         elif not (value is None or isinstance(value, (str, int, float, bool))):
             return f"hold a {type(value).__name__}, which is not a JSON value"
     return None
@@ -155,6 +159,9 @@ class ToolSession:
 
     async def _answer(self, name: str, args: dict[str, Any], problem: str | None) -> ToolResult:
         """What the call answers: the tool's result, or an error result the agent can read."""
+        if not isinstance(name, str) or not name.strip():
+            return ToolResult(f"a tool call needs a name; the tools are: {', '.join(self.specs)}",
+                              is_error=True)
         spec = self.specs.get(name)
         if problem:
             return ToolResult(f"the arguments of {name!r} {problem}; send a JSON object", is_error=True)
@@ -178,11 +185,15 @@ class ToolSession:
             structured = None
         return ToolResult(text, bool(raw.is_error), structured)
 
-    async def _record_result(self, call: int, name: str, result: ToolResult, started: float) -> None:
+    async def _record_result(self, call: int, name: str, result: ToolResult, started: float, *,
+                             cancelled: bool = False) -> None:
         """The `tool_result` event; `call` is the seq of its `tool_call`, so that results of calls made
-        concurrently, which land in the order they finish, still pair with their calls."""
-        payload: dict[str, Any] = {"tool": name, "call": call, "is_error": result.is_error,
-                                   "content": result.text}
+        concurrently, which land in the order they finish, still pair with their calls. A call `cancelled`
+        before its tool answered is neither failed nor succeeded: `is_error` null, `cancelled` true."""
+        payload: dict[str, Any] = {"tool": name, "call": call,
+                                   "is_error": None if cancelled else result.is_error, "content": result.text}
+        if cancelled:
+            payload["cancelled"] = True
         if result.structured is not None:
             payload["structured"] = result.structured
         ms = (time.perf_counter() - started) * 1000
@@ -208,12 +219,16 @@ class ToolSession:
         try:
             result = await self._answer(name, args, problem)
         except anyio.get_cancelled_exc_class():
-            # an external client gave up on the request, or the rollout is being cancelled: the call
-            # still gets its result, or the store keeps a call that never answered
-            cancelled = ToolResult(f"the call of {name!r} was cancelled before the tool answered",
-                                   is_error=True)
+            # an external client gave up on the request (notifications/cancelled), the agent stopped waiting,
+            # or the rollout is being cancelled. The MCP client passes the cancellation on and the tool stops
+            # (exec kills its processes), but what it did until then stays: the call still gets its result,
+            # or the store keeps a call that never answered, and never as a failure, or an agent could cancel
+            # each call once its work was done and leave a trajectory of failed calls that passed
+            ran_s = time.perf_counter() - started
+            cancelled = ToolResult(f"the call of {name!r} was cancelled after {ran_s:.1f} s, before the tool "
+                                   "answered; what it did until then may have taken effect")
             try:
-                await self._record_result(call, name, cancelled, started)
+                await self._record_result(call, name, cancelled, started, cancelled=True)
             except Exception as e:  # noqa: BLE001 - a store already closed must not replace the cancellation
                 log.warning("the cancelled call of %r was not recorded: %s: %s", name, type(e).__name__, e)
             raise

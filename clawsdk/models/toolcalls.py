@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -229,6 +230,20 @@ def _loads_any(text: str) -> Any:
     raise ValueError(f"not valid JSON ({error.msg} at line {error.lineno} column {error.colno})")
 
 
+def _non_finite(value: Any) -> float | None:
+    """The first NaN or Infinity in `value`: JSON has neither, yet Python's json reads both (1e999 as inf)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
 def _call_of(obj: Any, raw: str) -> ParsedCall:
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object with \"name\" and \"arguments\", got {type(obj).__name__}")
@@ -249,6 +264,10 @@ def _call_of(obj: Any, raw: str) -> ParsedCall:
         args = {}
     if not isinstance(args, dict):
         raise ValueError(f'"arguments" of {name!r} must be a JSON object, got {type(args).__name__}')
+    bad = _non_finite(args)
+    if bad is not None:
+        raise ValueError(f'"arguments" of {name!r} hold {bad!r}, which is not a finite number '
+                         "(JSON has no NaN or Infinity)")
     return ParsedCall(name=name.strip(), arguments=args, raw=raw)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import math
 import os
 import sqlite3
 import time
@@ -46,11 +47,31 @@ def now() -> str:
 
 
 # one encoder for every event: json.dumps with options builds a new one per call
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False).encode
+
+
+def _finite(value: Any) -> Any:
+    """`value` with each NaN and Infinity as None (a dict key that is one, as its text)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k) if isinstance(k, float) and not math.isfinite(k) else k: _finite(v)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def dumps(value: Any) -> str:
-    return printable(_encode(value))
+    """`value` as the store's JSON text. NaN and Infinity, which JSON lacks, are written as null (as
+    JSON.stringify and pydantic write them): written as Python writes them, one made SQLite's json_extract
+    refuse its row ("malformed JSON"), and the tool_calls view with it for the whole store."""
+    try:
+        return printable(_encode(value))
+    except ValueError as e:  # only a value holding one pays for the second pass
+        if "Out of range float" not in str(e):
+            raise
+        return printable(_encode(_finite(value)))
 
 
 class Store:
