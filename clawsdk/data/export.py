@@ -27,6 +27,7 @@ from typing import Any
 
 from clawsdk.data import lineage
 from clawsdk.data.select import Candidate, SelectionResult
+from clawsdk.data.tokenize import CONTROL_TOKENS, control_tokens, find_control_token
 from clawsdk.data.trajectory import PromptStyle, Trajectory, tool_listing
 from clawsdk.models import toolcalls
 
@@ -45,6 +46,7 @@ __all__ = [
     "check_row",
     "load_rows",
     "read_manifest",
+    "row_problem",
 ]
 
 FORMAT_VERSION = 1
@@ -262,9 +264,17 @@ def export_sft(
 ) -> Export:
     """The kept trajectories as SFT conversations. Rows longer than `max_length` tokens (default: the
     tokenizer's context window, else 2048) are counted in `Export.too_long`: exactly with `tokenizer`
-    (as clawsdk and TRL render them), else estimated at 4 characters a token. Raises EmptyExport
-    (saying which rules dropped what) when the selection kept nothing."""
+    (as clawsdk and TRL render them), else estimated at 4 characters a token. A conversation that holds a special
+    token of `tokenizer` as text is left out (`control_tokens: ...`): the tokenizer would read it as that token.
+    Raises EmptyExport (saying which rules dropped what) when the selection kept nothing."""
     _check(formats, style)
+    if tokenizer is not None:
+        tokens = control_tokens(tokenizer)
+        for c in result.kept:
+            found = find_control_token({"messages": c.trajectory.messages, "tools": c.trajectory.tools}, tokens)
+            if found:
+                whose = "" if found[0] in CONTROL_TOKENS else " (a special token of the tokenizer)"
+                c.keep, c.reason = False, f"control_tokens: {found[0]!r} in {found[1]}{whose}"
     if not result.kept:
         raise EmptyExport(explain_empty_selection(result))
     if max_length is None:
@@ -526,39 +536,70 @@ _ROW_SHAPE = {
 
 
 def check_row(row: Any, kind: str, where: str) -> None:
-    """Raise ValueError naming `where` (file:line) and the field when a row is not the shape `kind` exports:
-    a damaged file is caught before a trainer loads a model, not as a crash deep inside it."""
+    """Raise ValueError naming `where` (file:line) and the field when a row is not the shape `kind` exports, or
+    holds a chat control token as text: a damaged or hand-made file is caught before a trainer loads a model, not
+    as a crash deep inside it (or as turn markers trained on)."""
     redo = "export the dataset again with `clawsdk data export`"
+    problem = row_problem(row, kind)
+    if problem:
+        what, fix = problem
+        raise ValueError(f"{where}: {what}; " + (f"{fix}: fix the row or {redo}" if fix else redo))
+    found = find_control_token(row)
+    if found:
+        raise ValueError(f"{where}: {found[1]}: holds the chat control token {found[0]!r}, which a chat template "
+                         f"would render as a real turn marker; fix the row or {redo}")
+
+
+def row_problem(row: Any, kind: str) -> tuple[str, str] | None:
+    """What is wrong with the shape of a row of an export of `kind`: (`field: why`, a hint on the right shape or
+    ""), or None. `trajectory_from_events` checks each conversation with it, so one rollout of a hostile shape is
+    left out instead of failing the export (Arrow) or the training run (the chat template) for all."""
     if not isinstance(row, dict):
-        raise ValueError(f"{where}: a row is a JSON object, not a {type(row).__name__}; {redo}")
+        return f"a row is a JSON object, not a {type(row).__name__}", ""
     lists, texts = _ROW_SHAPE.get(kind, ((), ()))
     for key in texts:
         if not isinstance(row.get(key), str):
-            raise ValueError(f"{where}: {key}: missing or not a string; {redo}")
+            return f"{key}: missing or not a string", ""
     for key in lists:
         messages = row.get(key)
         if not isinstance(messages, list) or not messages:
             what = "missing" if messages is None else f"a {type(messages).__name__}"
-            raise ValueError(f"{where}: {key}: {what}, not a list of chat messages; {redo}")
+            return f"{key}: {what}, not a list of chat messages", ""
+        opened = key not in ("messages", "prompt")  # a conversation opens with the user (after any system prompt)
         for i, m in enumerate(messages):
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-                raise ValueError(f"{where}: {key}[{i}]: not a message (an object with a 'role'); {redo}")
+                return f"{key}[{i}]: not a message (an object with a 'role')", ""
+            if not opened and m["role"] != "system":
+                if m["role"] != "user":
+                    why = "where the conversation's first turn must be the user's"
+                    return f"{key}[{i}]: role {m['role']!r} {why}", ""
+                opened = True
             if m.get("content") is not None and not isinstance(m["content"], str):
-                raise ValueError(f"{where}: {key}[{i}].content: not text; {redo}")
+                return f"{key}[{i}].content: not text", ""
+            for field, what in (("tool_call_id", "an id"), ("name", "a tool name")):
+                if m.get(field) is not None and (not isinstance(m[field], str) or not m[field].strip()):
+                    return f"{key}[{i}].{field}: {m[field]!r} is not {what}", ""
             if m.get("tool_calls") is not None and not isinstance(m["tool_calls"], list):
-                raise ValueError(f"{where}: {key}[{i}].tool_calls: not a list; {redo}")
+                return f"{key}[{i}].tool_calls: not a list", ""
             for j, call in enumerate(m.get("tool_calls") or []):
                 problem = _call_problem(call)
                 if problem:
-                    raise ValueError(f"{where}: {key}[{i}].tool_calls[{j}]{problem}; {_CALL_SHAPE}: fix the row "
-                                     f"or {redo}")
+                    return f"{key}[{i}].tool_calls[{j}]{problem}", _CALL_SHAPE
     tools = row.get("tools")
     if tools is not None and not isinstance(tools, list):
-        raise ValueError(f"{where}: tools: a {type(tools).__name__}, not a list of function specs; {redo}")
+        return f"tools: a {type(tools).__name__}, not a list of function specs", ""
+    for i, tool in enumerate(tools or []):
+        fn = tool.get("function") if isinstance(tool, dict) else None
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if (not isinstance(name, str) or not name.strip() or tool.get("type", "function") != "function"
+                or not isinstance(fn.get("parameters") or {}, dict)):
+            return f"tools[{i}]: not a function spec", _TOOL_SHAPE
+    return None
 
 
 _REDO = "export the dataset again with `clawsdk data export`"
 _CALL_SHAPE = 'a tool call is {"type": "function", "function": {"name": TOOL, "arguments": an object or its JSON text}}'
+_TOOL_SHAPE = 'a tool is {"type": "function", "function": {"name": TOOL, "parameters": a JSON schema object}}'
 
 
 def _call_problem(call: Any) -> str | None:
@@ -575,6 +616,8 @@ def _call_problem(call: Any) -> str | None:
     args = fn.get("arguments")
     if args is not None and not isinstance(args, (dict, str)):
         return f".function.arguments: a {type(args).__name__}, not a JSON object or a JSON string"
+    if call.get("id") is not None and (not isinstance(call["id"], str) or not call["id"].strip()):
+        return f".id: {call['id']!r} is not an id"
     return None
 
 

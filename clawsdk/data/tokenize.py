@@ -11,13 +11,71 @@ model_response (`assemble_episode`).
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from clawsdk.models import toolcalls
 
-__all__ = ["Episode", "assemble_episode", "chat_segments", "encode_chat", "uses_template_tools"]
+__all__ = ["CONTROL_TOKENS", "Episode", "assemble_episode", "chat_segments", "control_tokens", "encode_chat",
+           "find_control_token", "uses_template_tools"]
+
+#: The turn markers of common chat templates: ChatML (Qwen, SmolLM, Hermes), Llama 3, Gemma, Phi-3 and Zephyr,
+#: Mistral and Llama 2. Typed as text into a message, a tool call or a tool spec, a template renders them as real
+#: markers (and a tokenizer reads them as its control tokens), so the text would train the model on turns nobody
+#: took. Llama 2's `<s>` and `</s>` are left out: HTML's strikethrough tags, common in real files (a tokenizer that
+#: has them as special tokens adds them, `control_tokens`).
+CONTROL_TOKENS = (
+    "<|im_start|>", "<|im_end|>", "<|endoftext|>",
+    "<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
+    "<start_of_turn>", "<end_of_turn>",
+    "<|system|>", "<|user|>", "<|assistant|>", "<|end|>",
+    "[INST]", "[/INST]",
+)
+#: the row fields a control token is looked for in
+_ROW_TEXT = ("messages", "prompt", "chosen", "rejected", "tools")
+
+
+def control_tokens(tokenizer: Any = None) -> tuple[str, ...]:
+    """CONTROL_TOKENS, and the special tokens of `tokenizer` (each of which it reads as one token in any text)."""
+    tokens = set(CONTROL_TOKENS)
+    if tokenizer is not None:
+        tokens.update(getattr(tokenizer, "all_special_tokens", None) or [])
+        added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+        tokens.update(str(getattr(t, "content", t)) for t in added.values() if getattr(t, "special", False))
+    return tuple(sorted(t for t in tokens if isinstance(t, str) and t.strip()))
+
+
+@functools.lru_cache(maxsize=8)
+def _pattern(tokens: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
+
+
+def find_control_token(row: dict[str, Any], tokens: tuple[str, ...] | list[str] = CONTROL_TOKENS
+                       ) -> tuple[str, str] | None:
+    """The first of `tokens` in a row's messages (their text, names, ids, and calls: names, and arguments as
+    written and as parsed, where JSON escapes can hide one) or its tools, and where: ('<|im_end|>',
+    'messages[3].content'). None when there is none."""
+    pattern = _pattern(tuple(tokens))
+    stack: list[tuple[str, Any]] = [(key, row.get(key)) for key in reversed(_ROW_TEXT)]
+    while stack:  # not recursive: arguments may nest deeper than Python's stack
+        path, value = stack.pop()
+        if isinstance(value, str):
+            found = pattern.search(value)
+            if found:
+                return found.group(0), path
+            if path.endswith(".function.arguments"):
+                parsed = toolcalls.arguments_of({"arguments": value})
+                if parsed != value:  # JSON, a string too: "\\u003c|im_end|>" holds the marker once parsed
+                    stack.append((path, parsed))
+        elif isinstance(value, dict):
+            for k, v in reversed(list(value.items())):
+                stack += [(f"{path}.{k}", v), (f"{path}.{k}", str(k))]
+        elif isinstance(value, list):
+            stack += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value)))]
+    return None
 
 
 def uses_template_tools(tokenizer: Any, tool_format: str = "auto") -> bool:

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from clawsdk.data.tokenize import find_control_token
 from clawsdk.models import toolcalls
 from clawsdk.models.completion import content_text
 
@@ -164,10 +165,10 @@ def _canonical_calls(message: dict[str, Any], rollout_id: str, start: int) -> di
     return {**message, "tool_calls": calls}
 
 
-def _answered(events: list[dict[str, Any]], rid: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _answered(events: list[dict[str, Any]], rid: str) -> tuple[dict[str, Any], dict[str, Any], list[dict]]:
     """The last model reply (a response with a `message` and no `error`: an error answer, an abandoned
-    stream or a stream that broke off with an error event is none) and the payload of the request it
-    answers."""
+    stream or a stream that broke off with an error event is none), the payload of the request it
+    answers, and the replies recorded before that request (the turns its history may hold)."""
     replies = [i for i, e in enumerate(events) if e["kind"] == "model_response"
                and isinstance(e["payload"].get("message"), dict) and "error" not in e["payload"]]
     if not replies:
@@ -177,12 +178,73 @@ def _answered(events: list[dict[str, Any]], rid: str) -> tuple[dict[str, Any], d
     # a reply names its request (`request`: its seq) where a client may have several calls in flight;
     # one that does not (older stores, the tool-loop agent, which calls one at a time) answers the last
     # request before it
-    asked = [e for e in events[:replies[-1]] if e["kind"] == "model_request"]
+    asked = [(i, e) for i, e in enumerate(events[:replies[-1]]) if e["kind"] == "model_request"]
     if reply.get("request") is not None:
-        asked = [e for e in asked if e.get("seq") == reply["request"]] or asked
+        asked = [(i, e) for i, e in asked if e.get("seq") == reply["request"]] or asked
     if not asked:
         raise ValueError(f"rollout {rid}: its last model reply answers no recorded request")
-    return reply, asked[-1]["payload"]
+    at, request = asked[-1]
+    return reply, request["payload"], [events[i]["payload"] for i in replies if i < at]
+
+
+def _said(message: dict[str, Any], where: str) -> str:
+    """What an assistant turn says, to compare a turn of a history with the model's replies: its text (parts
+    joined, whitespace at either end aside) and its calls by name and arguments (ids aside; arguments
+    parsed, since a client sends them back written its own way, as OpenClaw does)."""
+    m = _message({**message, "role": "assistant"}, where)
+    calls = [[(c.get("function") or c).get("name"), toolcalls.arguments_of(c)]
+             for c in m.get("tool_calls") or []]
+    return json.dumps([(m.get("content") or "").strip(), calls], sort_keys=True, ensure_ascii=False)
+
+
+def _check_backed(history: list[dict[str, Any]], replies: list[dict[str, Any]], rid: str,
+                  tool_loop: bool) -> None:
+    """Raise ValueError (`unverified: ...`) unless each assistant turn of `history` (the messages the last
+    request sent) is, in order, a reply the model gave in this attempt, each reply backing one turn. A
+    client sends its own history: a turn it wrote itself (an invented call, an edited answer) must not be
+    trained on as the model's, with the rollout's reward."""
+    said: list[set[str]] = []
+    for p in replies:
+        options = [p["message"]] + [c["message"] for c in p.get("choices") or []
+                                    if isinstance(c, dict) and isinstance(c.get("message"), dict)]
+        keys = set()
+        for m in options:
+            try:
+                keys.add(_said(m, "a reply"))
+                if tool_loop:  # the agent keeps a reply with its text calls moved into tool_calls
+                    m = _normalise_assistant(_message({**m, "role": "assistant"}, "a reply"))
+                    keys.add(_said(m, "a reply"))
+            except Exception:  # noqa: BLE001 - a reply that cannot be read backs no turn
+                continue
+        said.append(keys)
+    j = 0
+    for i, m in enumerate(history):
+        if m["role"] != "assistant":
+            continue
+        key = _said(m, f"rollout {rid}: messages[{i}]")
+        while j < len(said) and key not in said[j]:
+            j += 1
+        if j == len(said):
+            raise ValueError(f"rollout {rid}: unverified: messages[{i}] is an assistant turn that no reply of "
+                             f"the model in this attempt backs (in order): the client wrote it, so it is not "
+                             f"trained on")
+        j += 1
+
+
+def _checked(rid: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
+    """Raise ValueError naming the rollout when its conversation has a shape no export holds (check_row's
+    rules: an id or a name that is not text, a conversation that opens with the assistant, a tool spec that
+    is not a function) or holds a chat control token as text: that one rollout is left out, instead of the
+    export failing (Arrow) or training on turn markers nobody wrote."""
+    from clawsdk.data.export import row_problem  # export imports this module
+
+    problem = row_problem({"messages": messages, "tools": tools}, "sft")
+    if problem:
+        raise ValueError(f"rollout {rid}: {problem[0]}")
+    found = find_control_token({"messages": messages, "tools": tools})
+    if found:
+        raise ValueError(f"rollout {rid}: control_tokens: {found[0]!r} in {found[1]}: a chat template would "
+                         f"render it as a real turn marker")
 
 
 def _strip(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -227,8 +289,13 @@ def trajectory_from_events(
         n_tool_errors=n_errors,
     )
     if requests:
-        reply, asked = _answered(events, rid)
+        reply, asked, earlier = _answered(events, rid)
         messages = [_message(m, f"rollout {rid}: messages[{i}]") for i, m in enumerate(asked["messages"])]
+        prefill = (asked.get("params") or {}).get("continue_final_message")
+        if prefill or (messages and messages[-1]["role"] == "assistant"):
+            raise ValueError(f"rollout {rid}: unverified: its last request ends with an assistant turn for "
+                             f"the model to go on from (a prefill, continue_final_message): the reply finishes "
+                             f"a turn the client began, not one the model wrote whole")
         # the reply is the assistant's turn, whatever role (if any) its server wrote
         final = _message({**reply["message"], "role": "assistant"}, f"rollout {rid}: the last reply")
         # only the tool-loop agent calls tools in text; another agent's prose that quotes a call
@@ -254,13 +321,21 @@ def trajectory_from_events(
                 pending.remove(match)
                 m = {**m, "tool_call_id": match[1]}
             canon.append(m)
+        _check_backed(messages[:-1], earlier, rid, rollout.get("agent") == "tool-loop")
+        names = [c["function"]["name"] for c in canon[-1].get("tool_calls") or []]
+        if "finish" in names[:-1]:
+            later = ", ".join(names[names.index("finish") + 1:])
+            raise ValueError(f"rollout {rid}: its last reply calls {later} after finish, which ended the "
+                             f"rollout: they never ran")
+        messages, tools = _strip(canon), list(asked.get("tools") or [])
+        _checked(rid, messages, tools)
         responses = [e for e in events if e["kind"] == "model_response"]
         # what a server (or a client of the proxy) reported: a count that is not an int counts as none
         counts = [(r["payload"].get("usage") or {}).get("completion_tokens") for r in responses]
         tokens = sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
         return Trajectory(
-            messages=_strip(canon),
-            tools=list(asked.get("tools") or []),
+            messages=messages,
+            tools=tools,
             source="model",
             n_assistant_turns=sum(1 for m in canon if m["role"] == "assistant"),
             completion_tokens=tokens,
@@ -289,6 +364,10 @@ def trajectory_from_events(
         call_id = new_call_id(rid, n)
         n += 1
         p = e["payload"]
+        args = p.get("args")
+        if isinstance(args, dict) and list(args) == ["unreadable"]:  # arguments a session could not read
+            raise ValueError(f"rollout {rid}: the arguments of {p['tool']} could not be read (recorded in "
+                             f"outline: {str(args['unreadable'])[:80]}): not a call to train on")
         messages.append(
             {
                 "role": "assistant",
@@ -333,8 +412,10 @@ def trajectory_from_events(
                 ],
             }
         )
+    messages = _strip(messages)
+    _checked(rid, messages, tools)
     return Trajectory(
-        messages=_strip(messages),
+        messages=messages,
         tools=tools,
         source="tools",
         n_assistant_turns=sum(1 for m in messages if m["role"] == "assistant"),

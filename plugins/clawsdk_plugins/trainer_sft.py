@@ -90,16 +90,23 @@ class TrlSftTrainer:
         )
 
     def encode(self, rows: list[dict], tok: Any) -> tuple[dict[str, list], int]:
-        from clawsdk.data.tokenize import encode_chat
+        from clawsdk.data.tokenize import control_tokens, encode_chat, find_control_token
 
         cols: dict[str, list] = {"input_ids": [], "assistant_masks": []}
         skipped = 0
+        tokens = control_tokens(tok)
         for row in rows:
             if "messages" not in row:
                 raise ValueError(
                     "trl-sft trains on SFT exports (rows with 'messages'); this dataset has "
                     f"{sorted(row)} (export with --kind sft)"
                 )
+            found = find_control_token(row, tokens)
+            if found:  # the tokenizer would read the text as its special token: a turn marker nobody wrote
+                log.warning("trl-sft: skipped a row: %s holds %r, a special token of the tokenizer", found[1],
+                            found[0])
+                skipped += 1
+                continue
             ids, mask = encode_chat(tok, row["messages"], row.get("tools"), self.opts["tool_format"])
             if len(ids) > self.opts["max_length"] or not any(mask):
                 skipped += 1
@@ -134,8 +141,8 @@ class TrlSftTrainer:
         cols, skipped = self.encode(rows, tok)
         if not cols["input_ids"]:
             raise ValueError(
-                f"no trainable rows in {folder} ({skipped} longer than max_length={o['max_length']} "
-                f"or without an assistant turn)"
+                f"no trainable rows in {folder} ({skipped} longer than max_length={o['max_length']}, "
+                f"without an assistant turn or holding a special token of the tokenizer as text)"
             )
         ds = datasets.Dataset.from_dict(cols)
         cuda = _device() == "cuda"

@@ -92,14 +92,15 @@ def test_content_parts_are_flattened_to_text_and_a_part_that_is_not_text_is_refu
 def test_tool_results_answer_the_call_whose_id_they_name_in_whatever_order_they_come():
     calls = {"role": "assistant", "content": None, "tool_calls": [
         _call("call_A", "read", '{"path": "a.txt"}'), _call("call_B", "read", '{"path": "b.txt"}')]}
-    messages = _messages(_asked(SYSTEM, USER, calls,
+    # the history's assistant turns are replies the model gave (an export holds no other)
+    messages = _messages(_asked(SYSTEM, USER), _reply(calls), _asked(SYSTEM, USER, calls,
                                 {"role": "tool", "tool_call_id": "call_B", "content": "CONTENT OF B"},
                                 {"role": "tool", "tool_call_id": "call_A", "content": "CONTENT OF A"}),
                          _reply(DONE))
     assert _pairs(messages) == [('{"path": "a.txt"}', "CONTENT OF A"), ('{"path": "b.txt"}', "CONTENT OF B")]
     # ids missing or repeated: by position, as before
     same = {**calls, "tool_calls": [{**c, "id": "call_0"} for c in calls["tool_calls"]]}
-    messages = _messages(_asked(SYSTEM, USER, same,
+    messages = _messages(_asked(SYSTEM, USER), _reply(calls), _asked(SYSTEM, USER, same,
                                 {"role": "tool", "tool_call_id": "call_0", "content": "first"},
                                 {"role": "tool", "content": "second"}),
                          _reply(DONE))
@@ -108,7 +109,8 @@ def test_tool_results_answer_the_call_whose_id_they_name_in_whatever_order_they_
 
 def test_developer_and_legacy_function_messages_are_system_and_tool_messages():
     legacy = {"role": "assistant", "content": None, "function_call": {"name": "ls", "arguments": "{}"}}
-    messages = _messages(_asked({"role": "developer", "content": "Dev rules"}, USER, legacy,
+    messages = _messages(_asked({"role": "developer", "content": "Dev rules"}, USER), _reply(legacy),
+                         _asked({"role": "developer", "content": "Dev rules"}, USER, legacy,
                                 {"role": "function", "name": "ls", "content": "done.txt"}),
                          _reply(DONE))
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
