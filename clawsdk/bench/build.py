@@ -167,10 +167,9 @@ def select(pool: Sequence[Task], options: BuildOptions, *, measurements: Measure
             if t.hash in training.hashes:
                 drop(t, "training_hash", "the training export holds this exact task")
                 continue
-            sim, which = training.nearest(t.instruction)
-            if which is not None and sim >= options.near_duplicate:
-                near = training.instructions[which][:80].replace("\n", " ")
-                drop(t, "training_near_duplicate", f"Jaccard {sim:.2f} with training instruction {near!r}")
+            m = training.near_duplicate(t, options.near_duplicate)
+            if m is not None:
+                drop(t, "training_near_duplicate", f"{m.detail} as training task {m.other}")
                 continue
         cands.append(Candidate(t))
 

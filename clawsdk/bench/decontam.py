@@ -1,10 +1,14 @@
 """Decontamination: keep tasks a model may have trained on out of a benchmark.
 
-Two tests, both against a *training export*: the same task (by content hash), or a
-near-duplicate instruction (Jaccard similarity of word 3-gram shingles at or above a
-threshold). The Jaccard is exact, not a MinHash estimate: an inverted index from shingle
-to training item means each benchmark candidate is compared only with the training items
-that share a shingle with it, which is fast enough for tens of thousands of instructions.
+The tests, against a *training export* (or a set of held-out tasks): the same task (by content
+hash), or a near-duplicate. A near-duplicate shares its content with a task of the set, whatever
+its wording: all its hidden files (the expected answers), its whole workspace or its reference
+solution (`fingerprint`; known only where the set holds whole tasks: `add_task`, dataset exports
+in the store); or, where the content cannot tell, its instruction is close to one of the set's
+(Jaccard similarity of word 3-gram shingles at or above a threshold). The Jaccard is exact, not a
+MinHash estimate: an inverted index from shingle to training item means each benchmark candidate is
+compared only with the training items that share a shingle with it, which is fast enough for tens of
+thousands of instructions.
 
 A training export is read from files in whichever shape they come:
 
@@ -18,12 +22,14 @@ A training export is read from files in whichever shape they come:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clawsdk.bench.manifest import ManifestError
 
@@ -31,6 +37,9 @@ _HASH = re.compile(r"^[0-9a-f]{64}$")
 _WORD = re.compile(r"[a-z0-9]+")
 SHINGLE = 3
 DEFAULT_THRESHOLD = 0.7
+#: content shorter than this (bytes, once normalized) is left out of a task's fingerprint: an empty
+#: `__init__.py` or a one-line answer (a time slot) is shared by distinct tasks by chance
+MIN_CONTENT = 64
 
 
 def shingles(text: str, n: int = SHINGLE) -> frozenset[str]:
@@ -47,9 +56,57 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
+def _content(data: bytes) -> bytes | None:
+    """A file's content as compared: text with its line ends, trailing spaces and surrounding blank lines
+    normalized, and a JSON object or array dumped canonically; None when under MIN_CONTENT bytes."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        body = data
+    else:
+        text = "\n".join(line.rstrip() for line in text.strip().splitlines())
+        if text[:1] in ("{", "["):
+            try:
+                text = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            except ValueError:
+                pass
+        body = text.encode("utf-8")
+    return body if len(body) >= MIN_CONTENT else None
+
+
+def _digest(parts: Iterable[bytes]) -> str:
+    return hashlib.sha256(b"\0".join(sorted(hashlib.sha256(p).digest() for p in parts))).hexdigest()
+
+
+def fingerprint(task: Any) -> dict[str, str]:
+    """signal -> digest of the content a near-duplicate shares: `hidden` (the hidden files), `workspace`
+    (the whole initial workspace), `solution` (the reference solution). Files compare by content, not
+    name; content under MIN_CONTENT bytes is left out, and a signal with nothing left is absent."""
+    out = {}
+    for signal, files in (("hidden", task.hidden), ("workspace", task.workspace)):
+        kept = [c for f in files if (c := _content(f.data)) is not None]
+        if kept:
+            out[signal] = _digest(kept)
+    if task.solution:
+        calls = json.dumps([c.model_dump(mode="json") for c in task.solution]).encode("utf-8")
+        if (c := _content(calls)) is not None:
+            out["solution"] = _digest([c])
+    return out
+
+
+@dataclass
+class Match:
+    """Which task of the set a near-duplicate is one of (`other`: its id, or its instruction's start,
+    quoted), by which signals, and what it shares (`detail`)."""
+
+    other: str
+    signals: tuple[str, ...]  # "hidden", "workspace", "solution" (in this order), or "instruction"
+    detail: str
+
+
 @dataclass
 class TrainingSet:
-    """Hashes and instructions a model was trained on."""
+    """Hashes, instructions and (where whole tasks were added) content a model was trained on."""
 
     hashes: set[str] = field(default_factory=set)
     instructions: list[str] = field(default_factory=list)
@@ -58,39 +115,93 @@ class TrainingSet:
     def __post_init__(self) -> None:
         self._index: dict[str, list[int]] = defaultdict(list)
         self._shingles: list[frozenset[str]] = []
+        self._labels: list[str] = []  # what a match names, one per instruction
+        self._content: dict[tuple[str, str], str] = {}  # (signal, digest) -> the task's label
+        self._signals: dict[int, frozenset[str]] = {}  # instruction -> the content signals its task has
         for text in self.instructions:
             self._add_shingles(text)
 
-    def _add_shingles(self, text: str) -> None:
+    def _add_shingles(self, text: str, label: str | None = None) -> None:
         sh = shingles(text)
         i = len(self._shingles)
         self._shingles.append(sh)
+        self._labels.append(label or repr(text[:80].replace("\n", " ")))
         for s in sh:
             self._index[s].append(i)
 
-    def add(self, hash_: str | None = None, instruction: str | None = None) -> bool:
+    def add(self, hash_: str | None = None, instruction: str | None = None, label: str | None = None) -> bool:
         """Add an item; True when it had an instruction to index."""
         if hash_:
             self.hashes.add(hash_.lower())
         if instruction and instruction.strip():
             self.instructions.append(instruction)
-            self._add_shingles(instruction)
+            self._add_shingles(instruction, label)
             return True
         return False
 
-    def nearest(self, instruction: str) -> tuple[float, int | None]:
-        """The highest Jaccard similarity of `instruction` to a training instruction, and which."""
+    def add_task(self, task: Any) -> None:
+        """Add a whole task: its hash, its instruction and its content (`fingerprint`)."""
+        label, prints = f"task {task.id}", fingerprint(task)
+        if self.add(task.hash, task.instruction, label):
+            self._signals[len(self._shingles) - 1] = frozenset(prints)
+        for key in prints.items():
+            self._content.setdefault(key, label)
+
+    def near_duplicate(self, task: Any, threshold: float = DEFAULT_THRESHOLD) -> Match | None:
+        """The task of the set `task` is a near-duplicate of, and by which signals: the content it shares
+        (`fingerprint`), else an instruction at or above `threshold` where the content cannot tell (one of
+        the two has none of the other's signals: an item of a training export, a task without files). Two
+        tasks whose files were compared and differ are distinct whatever their words: a procedural family
+        words its tasks alike (the instructions of two mail-contacts tasks are at Jaccard 0.92). None when
+        it is no task's near-duplicate; the same task (its hash) is for the caller to test first."""
+        mine = fingerprint(task)
+        found: dict[str, list[str]] = {}
+        for signal, digest in mine.items():
+            if (label := self._content.get((signal, digest))) is not None:
+                found.setdefault(label, []).append(signal)
+        sim = 0.0
+        if not found:
+            for sim, i in self._similar(task.instruction, threshold):
+                if not mine.keys() & self._signals.get(i, frozenset()):
+                    found[self._labels[i]] = ["instruction"]
+                    break
+        if not found:
+            return None
+        label, signals = max(found.items(), key=lambda kv: len(kv[1]))  # the first with the most signals
+        shared = []
+        for s in signals:
+            if s == "hidden":
+                paths = [f.path for f in task.hidden if _content(f.data) is not None]
+                shared.append(f"hidden files ({', '.join(paths)})")
+            elif s == "workspace":
+                n = sum(_content(f.data) is not None for f in task.workspace)
+                shared.append(f"workspace ({n} file{'s' if n != 1 else ''})")
+            elif s == "solution":
+                shared.append("reference solution")
+        detail = f"the same {', '.join(shared)}" if shared else ""
+        if "instruction" in signals:
+            detail += ("; " if detail else "") + f"instruction Jaccard {sim:.2f}"
+        return Match(label.removeprefix("task "), tuple(signals), detail)
+
+    def _similarities(self, instruction: str) -> dict[int, float]:
+        """The Jaccard similarity of `instruction` to each training instruction sharing a shingle with it."""
         index = self._index
         mine = shingles(instruction)
-        if not mine:
-            return 0.0, None
         shared: Counter[int] = Counter()
         for s in mine:
             for i in index.get(s, ()):
                 shared[i] += 1
+        return {i: inter / (len(mine) + len(self._shingles[i]) - inter) for i, inter in shared.items()}
+
+    def _similar(self, instruction: str, threshold: float) -> list[tuple[float, int]]:
+        """(similarity, which) of the training instructions at or above `threshold`, the closest first."""
+        return sorted(((sim, i) for i, sim in self._similarities(instruction).items() if sim >= threshold),
+                      key=lambda x: (-x[0], x[1]))
+
+    def nearest(self, instruction: str) -> tuple[float, int | None]:
+        """The highest Jaccard similarity of `instruction` to a training instruction, and which."""
         best, which = 0.0, None
-        for i, inter in shared.items():
-            sim = inter / (len(mine) + len(self._shingles[i]) - inter)
+        for i, sim in self._similarities(instruction).items():
             if sim > best:
                 best, which = sim, i
         return best, which
@@ -193,8 +304,8 @@ def pool_duplicates(items: list[tuple[str, str]], threshold: float = DEFAULT_THR
 
 
 def read_datasets(store, dataset_ids: Iterable[str], into: TrainingSet | None = None) -> TrainingSet:
-    """Training exports recorded in the store (`datasets` / `dataset_rows`): their task hashes, and the
-    instructions of those tasks from the store's `tasks` table for the near-duplicate test."""
+    """Training exports recorded in the store (`datasets` / `dataset_rows`): their task hashes, and those
+    tasks from the store's `tasks` table (their instructions and content) for the near-duplicate test."""
     ts = into or TrainingSet()
     if "dataset_rows" not in store.db.table_names():
         raise ManifestError(f"{store.path} records no dataset exports (no dataset_rows table)")
@@ -207,6 +318,10 @@ def read_datasets(store, dataset_ids: Iterable[str], into: TrainingSet | None = 
             raise ManifestError(f"no dataset {ds!r} with rows in {store.path}"
                                 + (f" (recent: {', '.join(known)})" if known else ""))
         for r in rows:
-            ts.add(r["task_hash"], r["instruction"])
+            task = store.task(r["task_hash"]) if r["instruction"] is not None else None
+            if task is not None:
+                ts.add_task(task)
+            else:
+                ts.add(r["task_hash"], r["instruction"])
         ts.sources.append(f"dataset {ds}")
     return ts

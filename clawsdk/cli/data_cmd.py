@@ -83,7 +83,9 @@ def _selection_options(fn: Callable) -> Callable:
         click.option(
             "--exclude-tasks-from",
             type=click.Path(exists=True),
-            help="Task folder(s) whose tasks are held out (any task source).",
+            help="Task folder(s) whose tasks are held out (any task source): by id and hash, and their "
+            "near-duplicates (the same hidden files, workspace or reference solution; else a close "
+            "instruction).",
         ),
     ]
     for opt in reversed(opts):
@@ -107,9 +109,11 @@ def _selection(
     exclude_tasks,
     exclude_tasks_from,
 ):
+    """The Selection, and the held-out tasks whose near-duplicates it drops too."""
     from clawsdk.data.select import Selection
 
     excluded = list(exclude_tasks)
+    held = []
     if exclude_tasks_from:
         from clawsdk.tasks.sources import load_tasks
 
@@ -124,7 +128,9 @@ def _selection(
                 f"not be read: {', '.join(files[:5])}{more} (first: {why}); fix them, or move them out of it "
                 "and hold them out with --exclude-task ID"
             )
-        excluded += [t.hash for t in held_out.tasks]
+        held = held_out.tasks
+        # by id as well: a held-out task whose verifier or limits changed since has another hash
+        excluded += [x for t in held for x in (t.hash, t.id)]
     return Selection(
         runs=list(runs),
         agents=list(agents),
@@ -139,7 +145,15 @@ def _selection(
         dedup=dedup,
         exclude_tasks=excluded,
         keep_truncated=keep_truncated,
-    )
+    ), held
+
+
+def _held_out_line(counts: dict[str, int]) -> str:
+    """How many rollouts were held out by which test (`held out: 2 by hash, 1 by id`); "" when none was."""
+    parts = [f"{counts.get(k, 0)} {what}" for k, what in
+             (("hash", "by hash"), ("id", "by id"), ("near_duplicate", "near-duplicate(s) of held-out tasks"))
+             if counts.get(k)]
+    return f"held out: {', '.join(parts)}" if parts else ""
 
 
 @click.group("data")
@@ -157,9 +171,9 @@ def select_command(db, as_json, show, **rules):
     """Dry run: which rollouts the rules keep, and the rule that drops each other one. Writes nothing."""
     from clawsdk.data.select import select
 
-    selection = _selection(**rules)
+    selection, held_out = _selection(**rules)
     with Store(db) as store:
-        result = select(store, selection)
+        result = select(store, selection, held_out=held_out)
     rows = [c for c in result.candidates if show == "all" or (show == "kept") == c.keep]
     if as_json:
         click.echo(
@@ -168,6 +182,7 @@ def select_command(db, as_json, show, **rules):
                     "kept": len(result.kept),
                     "dropped": len(result.dropped),
                     "reasons": result.reasons(),
+                    "held_out": result.held_out,
                     "rollouts": [
                         {
                             "rollout_id": c.rollout_id,
@@ -209,6 +224,8 @@ def select_command(db, as_json, show, **rules):
         console.print(
             "dropped by rule: " + ", ".join(f"{k} {v}" for k, v in sorted(result.reasons().items()))
         )
+    if line := _held_out_line(result.held_out):
+        console.print(escape(line))
 
 
 @data_group.command("export")
@@ -279,12 +296,14 @@ def export_command(
 
     Nothing is written when nothing qualifies: the command says which rule left no rows and exits 2."""
     from clawsdk.data.export import export_preferences, export_rl, export_sft
-    from clawsdk.data.select import load_candidates, select
+    from clawsdk.data.select import HeldOut, load_candidates, select
 
-    selection = _selection(**rules)
+    selection, held_out = _selection(**rules)
+    rule = HeldOut(selection.exclude_tasks, held_out)
     with Store(db) as store:
         if kind == "sft":
-            result = select(store, selection)
+            result = select(store, selection, held_out=held_out)
+            rule.counts.update(result.held_out)
             _warn_unreadable(result.candidates)
             exp = export_sft(store, result, out, name=name, formats=formats, style=style, max_length=max_length,
                              tokenizer=_load_tokenizer(tokenizer) if tokenizer else None)
@@ -293,13 +312,7 @@ def export_command(
             loaded = load_candidates(store, pool)
             _warn_unreadable(loaded)
             cands = [c for c in loaded if not c.reason]
-            if selection.exclude_tasks:
-                cands = [
-                    c
-                    for c in cands
-                    if c.rollout["task_id"] not in selection.exclude_tasks
-                    and c.rollout["task_hash"] not in selection.exclude_tasks
-                ]
+            cands = [c for c in cands if not rule.why(store, c.rollout["task_id"], c.rollout["task_hash"])]
             if selection.agents:
                 cands = [c for c in cands if c.rollout.get("agent") in selection.agents]
             exp = export_preferences(
@@ -315,12 +328,14 @@ def export_command(
                 selection=pool.to_dict(),
             )
         else:
-            tasks = _rl_tasks(store, task_paths, selection)
+            tasks = _rl_tasks(store, task_paths, selection, rule)
             exp = export_rl(store, tasks, out, name=name, formats=formats)
     console.print(
         f"[green]exported[/green] {exp.dataset_id}: {exp.n_rows} {kind} rows -> {escape(str(exp.path))} "
         f"({', '.join(exp.files)})"
     )
+    if line := _held_out_line(rule.counts):
+        console.print(escape(line))
     warning = exp.length_warning()
     if warning:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
@@ -371,8 +386,7 @@ def _load_tokenizer(spec: str):
     return tok
 
 
-def _rl_tasks(store: Store, task_paths: tuple[str, ...], selection) -> list:
-    excluded = set(selection.exclude_tasks)
+def _rl_tasks(store: Store, task_paths: tuple[str, ...], selection, rule) -> list:
     if task_paths:
         from clawsdk.tasks.sources import load_tasks
 
@@ -397,7 +411,7 @@ def _rl_tasks(store: Store, task_paths: tuple[str, ...], selection) -> list:
             )
         ]
         tasks = [store.task(h) for h in hashes]
-    return [t for t in tasks if t is not None and t.id not in excluded and t.hash not in excluded]
+    return [t for t in tasks if t is not None and not rule.why(store, t.id, t.hash, t)]
 
 
 @data_group.command("list")

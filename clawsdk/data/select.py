@@ -7,13 +7,14 @@ reads as a ledger: kept, or dropped by which rule with which value.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clawsdk.data.trajectory import PromptStyle, Trajectory, tool_listing, trajectory_from_events
 
-__all__ = ["Candidate", "Selection", "SelectionResult", "load_candidates", "select"]
+__all__ = ["Candidate", "HeldOut", "Selection", "SelectionResult", "load_candidates", "select"]
 
 
 @dataclass
@@ -64,6 +65,7 @@ class Candidate:
 class SelectionResult:
     selection: Selection
     candidates: list[Candidate]
+    held_out: dict[str, int] = field(default_factory=dict)  # rollouts held out by: hash, id, near_duplicate
 
     @property
     def kept(self) -> list[Candidate]:
@@ -79,6 +81,46 @@ class SelectionResult:
         for c in self.dropped:
             out[c.reason.split(":")[0]] += 1
         return dict(out)
+
+
+class HeldOut:
+    """The held-out rule: tasks excluded by hash or id (`Selection.exclude_tasks`), and near-duplicates of the
+    held-out `tasks` (`clawsdk.bench.decontam.TrainingSet.near_duplicate`: the same hidden files, workspace
+    or reference solution; where there is no content to compare, an instruction at Jaccard 0.7 or more).
+    `counts` tallies the rollouts held out by each."""
+
+    def __init__(self, exclude: Iterable[str], tasks: Sequence[Any] = ()):
+        self.exclude = set(exclude)
+        self.near = None
+        if tasks:
+            from clawsdk.bench.decontam import TrainingSet
+
+            self.near = TrainingSet()
+            for t in tasks:
+                self.near.add_task(t)
+        self.counts: Counter[str] = Counter({"hash": 0, "id": 0, "near_duplicate": 0})
+        self._tasks: dict[str, Any] = {}
+
+    def why(self, store: Any, task_id: str, task_hash: str, task: Any = None) -> str:
+        """Why a rollout of this task is held out (its drop reason), or "" when it is not."""
+        if task_hash in self.exclude:
+            how, why = "hash", f"excluded: task {task_id} is held out (by hash)"
+        elif task_id in self.exclude:
+            how, why = "id", f"excluded: task {task_id} is held out (by id)"
+        elif self.near is None:
+            return ""
+        else:
+            if task is None:
+                if task_hash not in self._tasks:
+                    self._tasks[task_hash] = store.task(task_hash)
+                task = self._tasks[task_hash]
+            m = self.near.near_duplicate(task) if task is not None else None
+            if m is None:
+                return ""
+            how, why = "near_duplicate", (f"held_out_near_duplicate: task {task_id} is a near-duplicate of "
+                                          f"held-out task {m.other}: {m.detail}")
+        self.counts[how] += 1
+        return why
 
 
 def _estimate_tokens(t: Trajectory) -> int:
@@ -173,11 +215,13 @@ def select(
     selection: Selection,
     style: PromptStyle | None = None,
     candidates: list[Candidate] | None = None,
+    held_out: Sequence[Any] = (),
 ) -> SelectionResult:
-    """Apply the rules to the store's rollouts; nothing is written."""
+    """Apply the rules to the store's rollouts; nothing is written. Rollouts of near-duplicates of the
+    `held_out` tasks are dropped too (their ids and hashes go in `selection.exclude_tasks`)."""
     s = selection
     cands = candidates if candidates is not None else load_candidates(store, s, style)
-    excluded = set(s.exclude_tasks)
+    rule = HeldOut(s.exclude_tasks, held_out)
     live: list[Candidate] = []
     for c in cands:
         r = c.rollout
@@ -186,8 +230,8 @@ def select(
         t = c.trajectory
         if s.agents and r.get("agent") not in s.agents:
             c.reason = f"agent: {r.get('agent')} is not one of {', '.join(s.agents)}"
-        elif r["task_id"] in excluded or r["task_hash"] in excluded:
-            c.reason = f"excluded: task {r['task_id']} is held out"
+        elif why := rule.why(store, r["task_id"], r["task_hash"]):
+            c.reason = why
         elif s.failure_kinds and r.get("failure_kind") not in s.failure_kinds:
             c.reason = f"failure_kind: {r.get('failure_kind')}"
         elif not r.get("scored"):
@@ -236,4 +280,4 @@ def select(
                 c.keep, c.reason = True, "kept"
                 kept += 1
                 seen.add(sig)
-    return SelectionResult(selection=s, candidates=cands)
+    return SelectionResult(selection=s, candidates=cands, held_out=dict(rule.counts))
