@@ -111,7 +111,9 @@ async def _end_turn(sandbox: Sandbox, recorder: Recorder) -> None:
     if removed := await sandbox.end_turn():
         await recorder.record("note", {
             "event": "end_turn", "removed": removed[:100], "count": len(removed),
-            "why": "FIFOs, sockets and devices the agent left: no verifier can read them"})
+            "why": "paths in the workspace: FIFOs, sockets, devices and links out of it the agent left, removed "
+                   "(no verifier can read them); ~/ paths: what the agent left in HOME (dot files, folders "
+                   "beside the workspace), moved aside (the verifier's commands read their startup files there)"})
 
 
 async def list_tools(task: Task, registry: Registry) -> tuple[list[ToolSpec], dict[str, str]]:

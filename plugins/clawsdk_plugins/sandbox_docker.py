@@ -213,7 +213,22 @@ class DockerSandbox(IsolatedHostDirSandbox):
                 self.container = found[0] if found else None
                 raise SandboxError(f"docker could not start the sandbox container: {e.explanation or e}") from e
 
+        await blocking(self._make_home_chain)
         await blocking(run)  # not abandoned on cancel: start() waits for it, then close() removes it
+
+    def _make_home_chain(self) -> None:
+        """The folders down to a workspace mounted inside HOME (~/.openclaw), the agent's as under bwrap: else
+        the engine makes them for the bind mount, as root, and the agent cannot write in ~/.openclaw."""
+        assert self.home is not None
+        fd = os.open(self.home, safefs.O_DIR)
+        try:
+            for name in self.home_chain():
+                self._remake(fd, name)
+                sub = os.open(name, safefs.O_DIR, dir_fd=fd)
+                os.close(fd)
+                fd = sub
+        finally:
+            os.close(fd)
 
     async def teardown(self) -> None:
         from clawsdk_plugins import docker_pool

@@ -54,18 +54,39 @@ def tool_policy(task: Task) -> dict[str, Any]:
     return {"toolSearch": False, "profile": "coding", "deny": deny}
 
 
+def models_config(*, base_url: str, token: str, model: str, context_window: int = 128000, max_tokens: int = 8192,
+                  timeout_s: float = 600.0) -> dict[str, Any]:
+    """OpenClaw's `models` section: one OpenAI-compatible provider, PROVIDER, with one model."""
+    return {"mode": "replace", "providers": {PROVIDER: {
+        "baseUrl": base_url, "apiKey": token, "api": "openai-completions",
+        "timeoutSeconds": max(1, int(timeout_s)),
+        "models": [{"id": model, "name": model, "reasoning": False, "input": ["text"],
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                    "contextWindow": context_window, "maxTokens": max_tokens}],
+    }}}
+
+
 def openclaw_config(task: Task, *, base_url: str, token: str, model: str, context_window: int = 128000,
                     max_tokens: int = 8192, timeout_s: float = 600.0) -> dict[str, Any]:
     """The whole config file (`openclaw agent exec --config FILE`) for one rollout."""
     return {
-        "models": {"mode": "replace", "providers": {PROVIDER: {
-            "baseUrl": base_url, "apiKey": token, "api": "openai-completions",
-            "timeoutSeconds": max(1, int(timeout_s)),
-            "models": [{"id": model, "name": model, "reasoning": False, "input": ["text"],
-                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                        "contextWindow": context_window, "maxTokens": max_tokens}],
-        }}},
+        "models": models_config(base_url=base_url, token=token, model=model, context_window=context_window,
+                                max_tokens=max_tokens, timeout_s=timeout_s),
         "tools": tool_policy(task),
         # no update checks, no telemetry: the sandbox has no network and a rollout must not wait on one
+        "update": {"checkOnStart": False},
+    }
+
+
+def serve_config(url: str, *, token_env: str = "CLAWSDK_TOKEN") -> dict[str, Any]:
+    """A host OpenClaw's config for `clawsdk serve --http` (`clawsdk openclaw config --serve URL`).
+
+    None of OpenClaw's own tools: the server's (`clawsdk__read`, ...) stand for them, so every
+    workspace action is recorded and sandboxed; the rest is denied as for the `openclaw` agent.
+    """
+    return {
+        "tools": {"toolSearch": False, "profile": "coding", "deny": [*ALWAYS_DENIED, *SERVER_TOOLS["openclaw"]]},
+        "mcp": {"servers": {"clawsdk": {"url": url, "transport": "streamable-http",
+                                        "headers": {"Authorization": f"Bearer ${{{token_env}}}"}}}},
         "update": {"checkOnStart": False},
     }
