@@ -4,8 +4,9 @@ Two ways to find them:
 
 - re-verification: work the task once (its reference solution, or nothing when it has none),
   then run the verifier N times on that same final workspace, restoring the workspace's files
-  before each pass in case the verifier changed them; scores that differ, or a verifier that
-  fails on some passes only, mark the task flaky;
+  before each pass in case the verifier changed them, and asking a rubric judge afresh each time
+  (not from its cache); scores that differ, or a verifier that fails on some passes only, mark
+  the task flaky;
 - repeated deterministic runs already in the store (the oracle run with k samples): the
   same actions must leave the same workspace, so scores that differ between samples mark it,
   and so does a verifier that failed (verifier_error, verifier_timeout) on some attempts and scored
@@ -29,6 +30,7 @@ from clawsdk.runtime.rollout import tool_servers, verify
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store
 from clawsdk.tasks.model import Task
+from clawsdk.verify.rubric import fresh_judgements
 
 TOLERANCE = 1e-6
 
@@ -89,7 +91,8 @@ async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
             for path, data in snapshot.items():
                 await box.write(path, data)
             try:
-                verdict = await verify(task, box, recorder, registry)
+                with fresh_judgements():  # a cached judge answer would hide a flaky judge
+                    verdict = await verify(task, box, recorder, registry)
                 result.scores.append(verdict.score)
             except RolloutError as e:
                 result.scores.append(None)

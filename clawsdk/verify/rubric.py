@@ -4,8 +4,11 @@ Rules are ClawGym's ``{name, file_path, scores: {"0", "0.25", "0.5", "0.75", "1"
 of a PinchBench ``## LLM Judge Rubric`` section (``### Criterion N: Name (Weight: X%)`` with
 ``**Score 1.0**: ...`` lines). The judge answers one score and one reason per rule as JSON; an
 answer that cannot be used is sent back with what was wrong, and after the retries the rollout
-ends as ``verifier_error``. Answers are cached by (judge model, prompt hash), in the store when
-the rollout has one, so scoring the same workspace again costs no model call.
+ends as ``verifier_error``. Answers are cached by (judge, prompt hash), in the store when the
+rollout has one, so scoring the same workspace again costs no model call; the judge there is its
+model, its server (the base URL without credentials or query) and the options it was made with
+that can change its answers, so another server or other sampling options ask afresh. Re-verification
+(`fresh_judgements`) asks the judge every time and still stores its answers.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ import json
 import os
 import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +164,12 @@ class JudgeMissing(VerifierError):
 
 def resolve_judge(name: str | None, options: dict[str, Any]) -> tuple[str, Any]:
     """(judge id, Model) from BACKEND[:MODEL], falling back to $CLAWSDK_JUDGE."""
+    name, _, model = _resolve_judge(name, options)
+    return name, model
+
+
+def _resolve_judge(name: str | None, options: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+    """(judge id, the options the model was made with, Model)."""
     from clawsdk.plugins import get_registry
 
     name = name or os.environ.get(JUDGE_ENV)
@@ -180,14 +192,48 @@ def resolve_judge(name: str | None, options: dict[str, Any]) -> tuple[str, Any]:
     if model:
         opts.setdefault("name", model)  # the models registry's convention: factory(name=NAME, **options)
     try:
-        return name, factory(**opts)
+        return name, opts, factory(**opts)
     except (TypeError, ValueError) as e:
         raise VerifierError(f"judge {name!r} could not be created: {e}") from None
+
+
+#: Judge options that change how it is reached, not what it answers: left out of the cache key (so are
+#: credentials, which must not reach the store). The base URL goes in without user, password and query.
+TRANSPORT_OPTIONS = frozenset({"name", "base_url", "api_key", "headers", "timeout_s", "retries", "backoff_s",
+                               "max_backoff_s", "concurrency", "limit"})
+
+
+def cache_key(judge_id: str, model: Any, options: dict[str, Any]) -> str:
+    """The judge as the cache knows it: the model, its server and the options that can change its answers
+    (temperature, top_p, seed... in extra_body, the tool format, anything a backend takes)."""
+    key = judge_id
+    url = getattr(model, "base_url", None) or options.get("base_url")
+    if url:
+        from clawsdk.mcp.proxy import public_url
+
+        key += f"@{public_url(str(url))}"
+    rest = {k: v for k, v in options.items() if k not in TRANSPORT_OPTIONS}
+    if rest:
+        blob = json.dumps(rest, sort_keys=True, default=repr).encode("utf-8")
+        key += f"#{hashlib.sha256(blob).hexdigest()[:16]}"
+    return key
 
 
 # ---- the cache ------------------------------------------------------------------------------
 
 _memory: dict[tuple[str, str], str] = {}
+_fresh: ContextVar[bool] = ContextVar("clawsdk_judge_fresh", default=False)
+
+
+@contextmanager
+def fresh_judgements() -> Iterator[None]:
+    """Within it the judge is asked every time (no cached answer is read; its answers are still stored):
+    re-verification checks the judge itself, which a cache hit would not."""
+    token = _fresh.set(True)
+    try:
+        yield
+    finally:
+        _fresh.reset(token)
 
 
 def _db_path(ctx: VerifyContext) -> Path | None:
@@ -197,6 +243,8 @@ def _db_path(ctx: VerifyContext) -> Path | None:
 
 
 def cache_get(db: Path | None, judge: str, prompt_hash: str) -> str | None:
+    if _fresh.get():
+        return None
     if (judge, prompt_hash) in _memory:
         return _memory[(judge, prompt_hash)]
     if db is None or not db.exists():
@@ -401,14 +449,15 @@ class RubricVerifier(Verifier):
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": printable("\n\n".join(parts))}]
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
-        judge_name, model = resolve_judge(self.spec.judge, self.spec.judge_options)
+        judge_name, opts, model = _resolve_judge(self.spec.judge, self.spec.judge_options)
         judge_id = getattr(model, "name", None) or judge_name
+        key = cache_key(judge_id, model, opts)
         db = _db_path(ctx)
         scale = 1.0
         try:
             while True:
                 try:
-                    scores = await self._judge(ctx, model, judge_id, db, scale)
+                    scores = await self._judge(ctx, model, judge_id, key, db, scale)
                     break
                 except ContextOverflow as e:
                     # the agent's files and transcript filled the judge's window (its output is the agent's
@@ -434,13 +483,13 @@ class RubricVerifier(Verifier):
             await ctx.recorder.record("verifier", {"check": f"rubric: {r.name}", "score": score, "detail": reason})
         return Verdict.aggregate(self.name, subs, self.spec.pass_threshold, detail=f"judged by {judge_id}")
 
-    async def _judge(self, ctx: VerifyContext, model: Any, judge_id: str, db: Path | None,
+    async def _judge(self, ctx: VerifyContext, model: Any, judge_id: str, key: str, db: Path | None,
                      scale: float) -> dict[str, tuple[float, str]]:
         """The scores for the prompt at this evidence scale, from the cache or the judge."""
         messages = await self.prompt(ctx, scale)
         prompt_hash = hashlib.sha256(
             json.dumps([messages, self.spec.max_tokens], sort_keys=True).encode("utf-8")).hexdigest()
-        cached = await anyio.to_thread.run_sync(cache_get, db, judge_id, prompt_hash)
+        cached = await anyio.to_thread.run_sync(cache_get, db, key, prompt_hash)
         scores = None
         if cached is not None:
             try:
@@ -448,9 +497,11 @@ class RubricVerifier(Verifier):
             except ValueError:
                 scores = None
         await ctx.recorder.record("note", {"judge": judge_id, "prompt_hash": prompt_hash, "cached": scores is not None})
-        return scores if scores is not None else await self._ask(ctx, model, judge_id, prompt_hash, messages, db)
+        if scores is not None:
+            return scores
+        return await self._ask(ctx, model, judge_id, key, prompt_hash, messages, db)
 
-    async def _ask(self, ctx: VerifyContext, model: Any, judge_id: str, prompt_hash: str,
+    async def _ask(self, ctx: VerifyContext, model: Any, judge_id: str, key: str, prompt_hash: str,
                    messages: list[dict], db: Path | None) -> dict[str, tuple[float, str]]:
         convo = list(messages)
         problem, text = "", ""
@@ -470,7 +521,7 @@ class RubricVerifier(Verifier):
                                                 f"{[r.name for r in self.rules]}."},
                 ]
                 continue
-            await anyio.to_thread.run_sync(cache_put, db, judge_id, prompt_hash, text)
+            await anyio.to_thread.run_sync(cache_put, db, key, prompt_hash, text)
             return scores
         raise VerifierError(f"judge {judge_id} gave no usable answer in {self.spec.retries + 1} attempts "
                             f"(task {ctx.task.id}): {problem}; last answer: {text[:300]!r}")
