@@ -164,6 +164,11 @@ async def bench_run(
                            sandbox_config=sandbox_config, samples=k, concurrency=concurrency, run_id=run_id,
                            db=db_path, retries=retries, task_errors=errors, on_rollout=on_rollout,
                            handle_signals=handle_signals, retry_unscored=True)
+    except Exception:
+        with Store(db_path) as store, store.transaction():  # refused before it ran (an agent's preflight):
+            if store.run(run_id) is None:                   # no registration of a run that never was
+                store.db.execute("DELETE FROM bench_runs WHERE run_id = ?", [run_id])
+        raise
     finally:
         if judge:
             if saved is None:

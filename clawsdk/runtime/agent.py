@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from clawsdk.mcp.session import ToolSession
     from clawsdk.runtime.recorder import Recorder
     from clawsdk.sandbox.base import Sandbox
@@ -37,3 +39,8 @@ class Agent(abc.ABC):
     @abc.abstractmethod
     async def run(self, ctx: AgentContext) -> None:
         """Work the task. Raise AgentError (or any error) to fail; ModelError for backend failures."""
+
+    def preflight(self, tasks: Sequence[Task], sandbox: str) -> None:
+        """Raise ValueError, before any rollout or store write, when this agent cannot work these tasks on
+        this sandbox at all (the oracle without solutions, OpenClaw on docker): one clear error, not the same
+        failure in every rollout. The default accepts everything."""

@@ -142,6 +142,10 @@ async def run(
     sandbox = choose_sandbox(sandbox)
     # fail now, not in every rollout: an unknown backend, or tasks that need what it cannot give
     check_tasks(tasks, registry.get("sandboxes", sandbox)(cfg).capabilities, sandbox)
+    # and what the agent cannot do with these tasks or this sandbox (`preflight(tasks, sandbox)`, optional)
+    preflight = getattr(the_agent, "preflight", None)
+    if callable(preflight):
+        preflight(tasks, sandbox)
     if isinstance(executor, str):
         options = dict(executor_options or {})
         if executor == "local":

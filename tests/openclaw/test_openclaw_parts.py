@@ -12,7 +12,6 @@ from clawsdk.cli import cli
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import Capabilities
-from clawsdk.store.store import Store
 from clawsdk.tasks.model import Task, ToolPolicy
 from clawsdk_plugins.openclaw.agent import OpenClawAgent
 from clawsdk_plugins.openclaw.config import allowed_tools, openclaw_config
@@ -158,18 +157,20 @@ class NoNetSandbox(LocalSandbox):
     capabilities = Capabilities(network_isolated=True, fs_isolated=True)
 
 
-def test_a_sandbox_openclaw_cannot_run_in_is_an_unscored_setup_failure(tmp_path, db, fake_install, monkeypatch):
+def test_a_sandbox_openclaw_cannot_run_in_is_refused_before_the_run(tmp_path, db, fake_install, monkeypatch):
+    """Refused once, not as an unscored sandbox_error in every rollout (retried --retries times); a rollout
+    given such a sandbox some other way still ends sandbox_error."""
+    from clawsdk.errors import SandboxError
     from clawsdk.plugins import get_registry
 
     monkeypatch.setitem(get_registry().tables["sandboxes"], "nonet", lambda cfg=None: NoNetSandbox(cfg))
     task = Task(id="t", instruction="Write done.txt")
     agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=fake_install)
-    (outcome,) = anyio.run(lambda: run([task], agent=agent, db=db, run_id="n1", sandbox="nonet", retries=0)).outcomes
-    assert outcome.kind.value == "sandbox_error" and outcome.reward is None
-    assert "runs under --sandbox bwrap or local, not 'nonet'" in outcome.error
-    with Store(db) as s:
-        row = s.rollouts("n1")[0]
-    assert (row["scored"], row["n_model_calls"]) == (0, 0)
+    with pytest.raises(ValueError, match="runs under --sandbox bwrap or local, not 'nonet'"):
+        anyio.run(lambda: run([task], agent=agent, db=db, run_id="n1", sandbox="nonet", retries=0))
+    assert not db.exists()
+    with pytest.raises(SandboxError, match="runs under --sandbox bwrap or local, not 'nonet'"):
+        agent._check_sandbox(NoNetSandbox(None))
 
 
 def test_a_missing_install_stops_the_run_with_the_command_to_run(tmp_path, monkeypatch):

@@ -84,6 +84,16 @@ class OpenClawAgent(Agent):
         #: margin lets this agent's own deadlines, which record what happened, come first)
         self.startup_allowance_s = boot_timeout_s + 30
 
+    def preflight(self, tasks: Any, sandbox: str) -> None:
+        """Refused once before the run, not as a sandbox_error in every rollout: a sandbox OpenClaw cannot run
+        in (the rollout checks the rest, `_check_sandbox`, on the sandbox it gets)."""
+        from clawsdk.sandbox.capabilities import backend_capabilities
+
+        caps = backend_capabilities(sandbox)
+        if (caps.network_isolated or caps.fs_isolated) and sandbox != "bwrap":
+            raise ValueError(f"the openclaw agent runs under --sandbox bwrap or local, not {sandbox!r}: "
+                             "it needs the install and the proxy's socket bound in")
+
     async def run(self, ctx: AgentContext) -> None:
         from clawsdk.mcp.proxy import ModelProxy, serving
 
