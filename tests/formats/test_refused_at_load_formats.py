@@ -35,8 +35,8 @@ def test_a_jsonl_file_name_no_file_system_holds_is_one_skipped_line_and_the_run_
         + _row("surrogate", input_files=[{"file_path": "bad\udcff.txt", "content": "x"}])
         + _row("long", input_files=[{"file_path": f"/root/.openclaw/workspace/{long}", "content": "x"}])
         + _row("content", input_files=[{"file_path": "in.txt", "content": "\udcff"}]))
-    r = invoke("run", f"clawgym-jsonl:{tmp_path / 't.jsonl'}", "--agent", "oracle", "--sandbox", "local",
-               "--db", db, "--run-id", "names")
+    r = invoke("run", f"clawgym-jsonl:{tmp_path / 't.jsonl'}", "--agent", "scripted", "--sandbox", "local",
+               "--db", db, "--run-id", "names")  # idle: the tasks have no solution for the oracle
     assert r.exit_code == 0, r.output
     where = tmp_path / "t.jsonl"
     assert skipped_lines(r.output) == [
