@@ -47,6 +47,8 @@ class FitConsole(Console):
     @property
     def size(self) -> ConsoleDimensions:
         size = Console.size.fget(self)
+        if size.width < 1:  # COLUMNS=0 (or junk rich reads as 0) made every line, errors too, vanish
+            return ConsoleDimensions(PIPE_WIDTH if not self.is_terminal else 80, size.height)
         if self._width is None and not self.is_terminal and not os.environ.get("COLUMNS"):
             return ConsoleDimensions(PIPE_WIDTH, size.height)
         return size

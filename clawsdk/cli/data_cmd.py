@@ -266,7 +266,7 @@ def select_command(db, as_json, show, **rules):
 )
 @click.option(
     "--margin",
-    type=Finite(),
+    type=Finite(min=0, min_open=True),
     default=0.01,
     show_default=True,
     help="Preference: rejected scores at least this much lower.",

@@ -336,8 +336,11 @@ def export_preferences(
 ) -> Export:
     """Chosen/rejected pairs from the same task: the best trajectory (reward >= min_chosen) against the
     worst ones that scored at least `margin` lower. Both share the prompt (system + user turn) and the
-    tools: rollouts the model was shown differently (other agents) are not paired."""
+    tools: rollouts the model was shown differently (other agents) are not paired. `margin` is above 0: at 0
+    the best rollout was paired with itself, chosen and rejected the same trajectory."""
     _check(formats, style)
+    if not margin > 0:
+        raise ValueError(f"margin must be above 0 (got {margin}): a pair needs a rejected rollout that scored lower")
     by_task: dict[str, list[Candidate]] = defaultdict(list)
     for c in candidates:
         if (
@@ -360,7 +363,7 @@ def export_preferences(
         for c in group:  # each keeps the order of `group`, the best first
             shown[_prompt_key(c.trajectory)].append(c)
         pairs = [(g[0], c) for g in shown.values() if g[0].reward >= min_chosen
-                 for c in reversed(g) if c.reward <= g[0].reward - margin]
+                 for c in reversed(g) if c is not g[0] and c.reward <= g[0].reward - margin]
         if not pairs and group[-1].reward <= group[0].reward - margin:
             apart += 1
         for best, c in pairs[:pairs_per_task]:

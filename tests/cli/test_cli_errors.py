@@ -301,3 +301,15 @@ def test_a_store_written_by_a_newer_clawsdk_says_upgrade_not_a_bug(tmp_path, cap
     text = " ".join(err.split())
     assert f"{db}: written by a newer clawsdk" in text and "upgrade clawsdk" in text, text
     assert "a bug" not in text, text
+
+
+@pytest.mark.parametrize("columns", ["0", "-3", "abc"])
+def test_an_odd_columns_value_still_shows_the_error(tmp_path, columns):
+    """COLUMNS=0 made every line rich prints vanish, errors too: `clawsdk run` exited 2 in silence."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "clawsdk", "run", str(tmp_path / "missing")], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": columns}, timeout=120)
+    assert proc.returncode == 2
+    assert f"error: {tmp_path / 'missing'}: no such file or folder" in " ".join(proc.stderr.split()), proc.stderr

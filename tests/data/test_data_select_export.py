@@ -430,3 +430,18 @@ def test_held_out_tasks_that_cannot_be_read_are_refused_not_silently_trained_on(
                                    "--exclude-tasks-from", str(held), "--min-reward", "-1"])
     assert res.exit_code == 0 and {r["reason"].split(":")[0] for r in json.loads(res.output)["rollouts"]} == {
         "excluded"}
+
+
+def test_a_preference_margin_of_0_or_less_is_refused_never_a_rollout_paired_with_itself(store_path, tmp_path):
+    """--margin 0 paired each task's best rollout with itself: chosen and rejected the same trajectory."""
+    runner = CliRunner()
+    for margin in ("0", "-1"):
+        res = runner.invoke(cli_main, ["data", "export", "--db", str(store_path), "--kind", "preference",
+                                       "--name", "p", "--margin", margin, "--out", str(tmp_path / "out")])
+        assert res.exit_code == 2 and "--margin" in res.output and "not in the range x>0" in res.output, res.output
+    with Store(store_path) as store:
+        cands = [c for c in load_candidates(store, Selection(runs=["model-good"])) if not c.reason]
+        with pytest.raises(ValueError, match="margin must be above 0"):
+            export_preferences(store, cands, tmp_path, name="p", margin=0)
+        with pytest.raises(Exception, match="no preference pairs|pair"):  # only passing rollouts: nothing to pair
+            export_preferences(store, cands, tmp_path, name="p", margin=1e-9)
