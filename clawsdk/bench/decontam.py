@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.bench.manifest import ManifestError
+from clawsdk.errors import TaskFormatError
+from clawsdk.tasks.reading import parse_json
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -250,6 +252,8 @@ def read_training(paths: Iterable[str | Path]) -> TrainingSet:
         what = ("a training export: JSONL (task_hash/instruction/prompt/messages per line), a JSON list, "
                 "or lines of hashes")
         try:
+            if p.exists() and not p.is_dir() and not p.is_file():  # a fifo would block the read for ever
+                raise ManifestError(f"{p}: not a regular file (a fifo, socket or device); pass {what}")
             text = p.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ManifestError(f"{p}: no such training export") from None
@@ -264,21 +268,23 @@ def read_training(paths: Iterable[str | Path]) -> TrainingSet:
         stripped = text.lstrip()
         if stripped.startswith("["):
             try:
-                items = json.loads(text)
-            except ValueError as e:
-                raise ManifestError(f"{p}: starts like a JSON list but is not one ({e})") from None
+                items = parse_json(text, str(p))
+            except TaskFormatError as e:
+                raise ManifestError(f"{p}: starts like a JSON list but is not one ({e.message})") from None
             for obj in items:
                 ts.add(*_item(obj))
         else:
-            for lineno, line in enumerate(text.splitlines(), 1):
+            # lines end at "\n" only: splitlines() also broke lines at U+2028 and U+0085, which a JSON string
+            # may hold as they are (an instruction with a line separator), and an export's row read as broken
+            for lineno, line in enumerate(text.split("\n"), 1):
                 line = line.strip()
                 if not line:
                     continue
                 if line.startswith(("{", '"')):
                     try:
-                        obj = json.loads(line)
-                    except ValueError as e:
-                        raise ManifestError(f"{p}:{lineno}: not valid JSON ({e})") from None
+                        obj = parse_json(line, f"{p}:{lineno}")
+                    except TaskFormatError as e:
+                        raise ManifestError(f"{p}:{lineno}: not valid JSON ({e.message})") from None
                 else:
                     obj = line
                 ts.add(*_item(obj))

@@ -505,6 +505,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     if not file.exists():
         raise FileNotFoundError(f"{folder} is not a clawsdk dataset export (no dataset.json)")
     redo = "export the dataset again with `clawsdk data export`"
+    if not file.is_file():  # a fifo would block the read for ever
+        raise ValueError(f"{file}: not a regular file (a fifo, socket or device); {redo}")
     try:
         manifest = json.loads(file.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
@@ -660,6 +662,8 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
     if jsonl.exists():
         rows = []
         try:
+            if not jsonl.is_file():  # a fifo would block the read for ever
+                raise OSError(f"{jsonl.name} is not a regular file")
             data = jsonl.read_bytes()
             # "\n" only: json.dumps leaves U+2028 and U+0085 unescaped, which str.splitlines() would split on
             lines = data.decode("utf-8").split("\n")
@@ -674,6 +678,10 @@ def load_rows(path: str | Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError as e:
                 raise ValueError(f"{jsonl}:{n}: not valid JSON (column {e.colno}: {e.msg}); "
                                  f"export the dataset again") from None
+            except (RecursionError, ValueError) as e:  # nested past Python's stack; an integer of 5,000 digits
+                what = "nested too deeply" if isinstance(e, RecursionError) else str(e).split(";")[0]
+                raise ValueError(f"{jsonl}:{n}: not a row clawsdk exports ({what}); export the dataset again") \
+                    from None
             check_row(row, kind, f"{jsonl}:{n}")
             rows.append(row)
         _check_count(manifest, len(rows), jsonl, "rows")
@@ -697,13 +705,18 @@ def load_hf(path: str | Path) -> Any:
 
     manifest = read_manifest(path)
     folder = Path(manifest["path"])
-    if (folder / "hf").exists():
-        ds = datasets.load_from_disk(str(folder / "hf"))
-        _check_count(manifest, len(ds), folder / "hf", "rows")
-        return ds
-    if (folder / "data.parquet").exists():
-        ds = datasets.load_dataset("parquet", data_files=str(folder / "data.parquet"), split="train")
-        _check_count(manifest, len(ds), folder / "data.parquet", "rows")
-        return ds
+    for name, load in (("hf", lambda f: datasets.load_from_disk(str(f))),
+                       ("data.parquet", lambda f: datasets.load_dataset("parquet", data_files=str(f), split="train"))):
+        if (folder / name).exists():
+            try:
+                ds = load(folder / name)
+            except Exception as e:  # noqa: BLE001 - pyarrow's and datasets' errors name no file
+                raise ValueError(f"{folder / name}: cannot be read ({type(e).__name__}: {e}); "
+                                 "export the dataset again") from None
+            _check_count(manifest, len(ds), folder / name, "rows")
+            return ds
+    if not (folder / "data.jsonl").exists():  # else load_rows and load_hf called each other for ever
+        raise ValueError(f"{folder}: no data files (data.jsonl, data.parquet or hf/) beside dataset.json; "
+                         "export the dataset again")
     rows = [_arrow_row(r) for r in load_rows(folder)]
     return datasets.Dataset.from_list(rows)

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from clawsdk.errors import AgentError
 from clawsdk.hookspecs import hookimpl
@@ -23,7 +22,14 @@ class ScriptedAgent(Agent):
     def __init__(self, calls: list[ToolCall | dict] | Callable[[Task], list[ToolCall | dict]] | None = None,
                  script: str | None = None, stop_on_error: bool = False):
         if script is not None:
-            loaded = yaml.safe_load(Path(script).read_text())
+            from clawsdk.errors import TaskFormatError
+            from clawsdk.tasks.reading import parse_yaml, read_text
+
+            path = Path(script)
+            try:  # a file like any task file: bounded in size and nesting, no fifo, no alias bomb
+                loaded = parse_yaml(read_text(path.parent, path.name), str(path))
+            except TaskFormatError as e:
+                raise ValueError(f"the scripted agent's script: {e}") from None
             if not isinstance(loaded, list):
                 raise ValueError(f"{script}: a scripted agent's script is a YAML list of {{tool, args}}")
             calls = loaded

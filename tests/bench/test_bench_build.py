@@ -142,6 +142,27 @@ def test_training_export_as_plain_hash_lines_and_bad_files(tmp_path):
         read_training([tmp_path])
 
 
+def test_a_training_export_with_line_separators_in_its_strings_or_deep_nesting_or_a_fifo(tmp_path):
+    """A clawsdk export whose instruction held U+2028 was refused (`not valid JSON`: splitlines() cut the row
+    there); a row nested 100,000 deep was `a bug in clawsdk` (RecursionError); a fifo blocked for ever."""
+    import os
+
+    ts = [task(i) for i in range(2)]
+    export = tmp_path / "data.jsonl"
+    export.write_text(json.dumps({"instruction": ts[1].instruction + "\u2028 and\u0085 more",
+                                  "task_hash": ts[1].hash}, ensure_ascii=False) + "\n")
+    r = select(ts, opts(band=None), training=read_training([export]))
+    assert reasons(r) == {"t01": "training_hash"}
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"instruction": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(ManifestError, match=r"deep.jsonl:1: not valid JSON \(invalid JSON: nested deeper than"):
+        read_training([deep])
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(ManifestError, match="not a regular file"):
+        read_training([fifo])
+
+
 def test_near_duplicates_within_the_pool_keep_the_more_discriminating_one():
     a = task(1)
     b = task(2, instruction=a.instruction.replace("Summarise", "Kindly summarise"))

@@ -313,3 +313,27 @@ def test_an_odd_columns_value_still_shows_the_error(tmp_path, columns):
                           text=True, env={**os.environ, "COLUMNS": columns}, timeout=120)
     assert proc.returncode == 2
     assert f"error: {tmp_path / 'missing'}: no such file or folder" in " ".join(proc.stderr.split()), proc.stderr
+
+
+def test_a_scripted_agents_script_is_read_as_untrusted_input(tmp_path, capsys):
+    """A YAML error in --agent-opt script=FILE was `ParserError ... (a bug in clawsdk)`; a fifo or an alias bomb
+    hung the run before it started."""
+    from tests.conftest import make_task
+
+    make_task(tmp_path / "tasks", "t1")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- tool: write\n  args: [\n")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+        for i in range(9)))
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    for script, why in ((bad, "invalid YAML: line 3"), (fifo, "is not a regular file"), (bomb, "")):
+        argv = ["run", str(tmp_path / "tasks"), "--agent", "scripted", "--agent-opt", f"script={script}",
+                "--sandbox", "local", "--db", str(tmp_path / "s.db")]
+        code, out, err = call(argv, capsys)
+        assert_one_line_error(code, out, err, argv)
+        text = " ".join(err.split())
+        assert f"the scripted agent's script: {script}" in text and why in text, text

@@ -119,6 +119,37 @@ def test_an_hf_only_export_checks_its_row_count(store_path, tmp_path):
     assert len(load_rows(folder)) == 4
 
 
+def test_an_export_without_data_files_damaged_files_or_a_fifo_is_refused_naming_the_file(store_path, tmp_path):
+    """No data file beside dataset.json was `RecursionError (a bug in clawsdk)`: load_rows and load_hf called
+    each other; a row nested 100,000 deep the same; a garbage data.parquet gave pyarrow's words, naming no
+    file; a fifo at data.jsonl or dataset.json blocked for ever."""
+    import os
+
+    folder = exported(store_path, tmp_path / "none")
+    (folder / "data.jsonl").unlink()
+    for load in (load_rows, load_hf):
+        with pytest.raises(ValueError, match=r"none.*: no data files \(data.jsonl, data.parquet or hf/\)"):
+            load(folder)
+    folder = exported(store_path, tmp_path / "deep")
+    (folder / "data.jsonl").write_text("[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    manifest(folder, content_hash=..., n_rows=...)
+    with pytest.raises(ValueError, match=r"data.jsonl:1: not a row clawsdk exports \(nested too deeply\)"):
+        load_rows(folder)
+    folder = exported(store_path, tmp_path / "parquet", formats=("parquet",))
+    (folder / "data.parquet").write_bytes(b"PAR1 not really parquet PAR1")
+    with pytest.raises(ValueError, match=r"data.parquet: cannot be read .*export the dataset again"):
+        load_hf(folder)
+    folder = exported(store_path, tmp_path / "fifo")
+    (folder / "data.jsonl").unlink()
+    os.mkfifo(folder / "data.jsonl")
+    with pytest.raises(ValueError, match=r"data.jsonl: cannot be read \(data.jsonl is not a regular file\)"):
+        load_rows(folder)
+    (folder / "dataset.json").unlink()
+    os.mkfifo(folder / "dataset.json")
+    with pytest.raises(ValueError, match=r"dataset.json: not a regular file"):
+        load_rows(folder)
+
+
 def test_train_refuses_a_cut_export_before_loading_a_model(store_path, tmp_path):
     folder = exported(store_path, tmp_path / "ds")
     (folder / "data.jsonl").write_text(lines(folder)[0], encoding="utf-8")
