@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
@@ -75,6 +75,37 @@ if __name__ == "__main__":
 
 def _clean_category(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def mount_dir_of(value: Any) -> str:
+    """`input_mount_dir` (the workspace's absolute path in the reward scripts) normalised: no trailing or
+    doubled '/', no '.' parts. ValueError for what the scripts' path rewrite cannot use: "/" would put the
+    workspace path between every two characters of them, '..' names a folder outside the one given."""
+    if not isinstance(value, str):
+        raise ValueError(f"must be an absolute path (text), not {type(value).__name__}")
+    if "\x00" in value or "\n" in value or "\r" in value:
+        raise ValueError(f"must be an absolute path on one line, without NUL bytes: {value[:80]!r}")
+    if not value.startswith("/"):
+        raise ValueError(f"must be an absolute path, got {value[:80]!r}")
+    parts = [p for p in value.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"must not hold '..': {value[:80]!r}")
+    if not parts:
+        raise ValueError(f"must name a folder below '/', not {value[:80]!r}: the reward scripts name the "
+                         f"workspace by that path (ClawGym's is {MOUNT_DIR})")
+    return "/" + "/".join(parts)
+
+
+def compile_error(data: bytes) -> str | None:
+    """Why a Python script does not compile (as python3 reads the file: its coding declaration, else UTF-8),
+    or None. Checked at load: a check.py with a typo made every rollout a scored 0 blamed on the agent."""
+    try:
+        compile(data, "check.py", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return f"{type(e).__name__}: {e.msg}" + (f" (line {e.lineno})" if e.lineno else "")
+    except (ValueError, RecursionError, MemoryError) as e:  # a NUL byte, nesting past the parser
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def rules_of(raw: Any) -> tuple[list[dict] | None, str | None]:
@@ -174,10 +205,10 @@ def load_folder_task(folder: Path) -> Task:
     meta = raw.get("metadata") or {}
     if not isinstance(meta, dict):
         raise TaskFormatError(str(entry_path), "must be a JSON object", field="metadata", task_id=task_id)
-    mount = raw.get("input_mount_dir") or MOUNT_DIR
-    if not isinstance(mount, str) or not mount.startswith("/"):
-        raise TaskFormatError(str(entry_path), f"must be an absolute path, got {mount!r}",
-                              field="input_mount_dir", task_id=task_id)
+    try:
+        mount = mount_dir_of(raw.get("input_mount_dir") or MOUNT_DIR)
+    except ValueError as e:
+        raise TaskFormatError(str(entry_path), str(e), field="input_mount_dir", task_id=task_id) from None
     try:
         workspace = read_tree(folder, INPUT_DIR, budget=budget) if lexists(folder, INPUT_DIR) else []
         hidden = (read_tree(folder, REWARD_DIR, f"{REWARD_DIR}/", budget=budget)
@@ -193,10 +224,14 @@ def load_folder_task(folder: Path) -> Task:
     hidden = [f.model_copy(update={"executable": True}) if f.path == f"{REWARD_DIR}/reward.sh" else f
               for f in hidden]
     has_reward = any(f.path == f"{REWARD_DIR}/reward.sh" for f in hidden)
+    for f in hidden:  # check.py and any module beside it: python3 runs them at scoring time
+        error = compile_error(f.data) if f.path.endswith(".py") else None
+        if error:
+            raise TaskFormatError(str(folder), f"does not compile: {error}", field=f.path, task_id=task_id)
     try:
         rules, rubric = rules_of(meta.get("rule", meta.get("rules")))
         verifier = build_verifier(grading_type=meta.get("grading_type"), has_reward=has_reward, rules=rules,
-                                  rubric=rubric, mount_dir=mount.rstrip("/") or "/", timeout_s=DEFAULT_TIMEOUT_S)
+                                  rubric=rubric, mount_dir=mount, timeout_s=DEFAULT_TIMEOUT_S)
     except ValueError as e:
         field = "metadata.rule" if "must be a rule" in str(e) else "metadata.grading_type"
         raise TaskFormatError(str(entry_path), str(e), field=field, task_id=task_id) from None
@@ -238,9 +273,19 @@ def _jsonl_file(item: Any, i: int, mount: str) -> File:
         raise ValueError(f"input_files[{i}].file_path is required")
     if path.startswith(mount + "/"):
         path = path[len(mount) + 1:]
+    if "content" in item and item["content"] is None:
+        raise ValueError(f"input_files[{i}].content is null; give the file's text (\"\" for an empty file)")
     content = item.get("content", "")
-    if item.get("encoding") == "base64":
-        return File(path=path, b64=str(content))
+    encoding = item.get("encoding")
+    if encoding is not None and (not isinstance(encoding, str)
+                                 or encoding.strip().lower() not in ("base64", "utf-8", "utf8", "text", "")):
+        raise ValueError(f"input_files[{i}].encoding {encoding!r} is unknown; leave it out for text, or give "
+                         "'base64' for bytes")
+    if isinstance(encoding, str) and encoding.strip().lower() == "base64":
+        if not isinstance(content, str):
+            raise ValueError(f"input_files[{i}].content must be base64 text with encoding 'base64', "
+                             f"not {type(content).__name__}")
+        return File(path=path, b64=content)
     if not isinstance(content, str):
         content = json.dumps(content, ensure_ascii=False, indent=2)
     return File(path=path, text=content)
@@ -271,10 +316,10 @@ def load_jsonl_record(raw: Any, where: str, default_id: str) -> Task:
                               field="prompt", task_id=task_id)
     limits = ReadLimits.from_env()
     check_instruction(prompt, where, "prompt", task_id, limits)
-    mount = raw.get("input_mount_dir") or MOUNT_DIR
-    if not isinstance(mount, str) or not mount.startswith("/"):
-        raise TaskFormatError(where, f"must be an absolute path, got {mount!r}", field="input_mount_dir",
-                              task_id=task_id)
+    try:
+        mount = mount_dir_of(raw.get("input_mount_dir") or MOUNT_DIR)
+    except ValueError as e:
+        raise TaskFormatError(where, str(e), field="input_mount_dir", task_id=task_id) from None
     inputs = raw.get("input_files") or []
     if not isinstance(inputs, list):
         raise TaskFormatError(where, "must be a list of {file_path, content}", field="input_files", task_id=task_id)
@@ -291,6 +336,9 @@ def load_jsonl_record(raw: Any, where: str, default_id: str) -> Task:
     if hook is not None:
         if not isinstance(hook, str) or not hook.strip():
             raise TaskFormatError(where, "must be the check.py source text", field="hook_code", task_id=task_id)
+        error = compile_error(hook.encode("utf-8", "surrogatepass"))
+        if error:
+            raise TaskFormatError(where, f"does not compile: {error}", field="hook_code", task_id=task_id)
         if "__main__" not in hook and re.search(r"^def grade\(", hook, re.M):
             hook = hook.rstrip("\n") + "\n" + _GRADE_MAIN
         reward_sh = raw.get("reward_sh") or REWARD_SH
@@ -450,6 +498,11 @@ class ClawGymSpec(BaseModel):
     untouched_score_max: float | None = Field(None, ge=0, le=1)
     checks: list = Field(default_factory=list)
 
+    @field_validator("mount_dir", mode="before")
+    @classmethod
+    def _clean_mount_dir(cls, value: Any) -> str:
+        return mount_dir_of(value)
+
 
 def parse_score(stdout: str) -> tuple[float | None, str]:
     """(score, why) from reward.sh's stdout: its last line must be a float in [0, 1]."""
@@ -493,7 +546,7 @@ def subscores_of(stdout: str) -> tuple[list[SubScore], str]:
 
 
 def _rewrite(data: bytes, mount: str, workspace: str) -> bytes:
-    if mount == workspace:
+    if mount == workspace or not mount.strip("/"):  # "/" (or nothing) would land between every two characters
         return data
     try:
         text = data.decode("utf-8")
@@ -523,6 +576,13 @@ class ClawGymVerifier(Verifier):
         if not any(f.path == self.spec.script for f in task.hidden):
             raise ValueError(f"verifier.script: {self.spec.script!r} is not among the task's hidden files; the "
                              f"clawgym verifier runs it (in a native task: hidden/{self.spec.script})")
+        for f in task.hidden:  # check.py and any module beside it: python3 runs them at scoring time
+            if f.path.endswith(".py") and (f.path == self.spec.check or f.path.startswith(self.reward_dir + "/")):
+                error = compile_error(f.data)
+                if error:
+                    field = "verifier.check" if f.path == self.spec.check else "verifier.script"
+                    raise ValueError(f"{field}: {f.path!r} does not compile: {error}; every rollout would "
+                                     f"score 0")
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
         spec, sandbox = self.spec, ctx.sandbox

@@ -128,6 +128,18 @@ def write_clawgym_folder(task: Task, parent: str | Path) -> Path:
     return folder
 
 
+def _text_of(task: Task, f: File | None, field: str) -> str | None:
+    """A reward file's text for a jsonl field, or ConvertError naming the task and file: replacing its
+    bytes that are not UTF-8 would change the script (and the task's hash) without a word."""
+    if f is None:
+        return None
+    try:
+        return f.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConvertError(f"task {task.id}: {f.path} is not UTF-8 text; a syn_task.jsonl line holds it as text "
+                           f"({field}); export it as clawgym folders or native instead") from None
+
+
 def jsonl_record(task: Task) -> dict[str, Any]:
     """One syn_task.jsonl line for `task`."""
     code, judge, grading = _verifier_parts(task)
@@ -144,10 +156,11 @@ def jsonl_record(task: Task) -> dict[str, Any]:
     record.pop("rules", None)
     record["task_id"] = task.id
     record["prompt"] = task.instruction
-    if check is not None:
-        record["hook_code"] = check.data.decode("utf-8")
-    if sh is not None and sh.data.decode("utf-8", "replace") != cg.REWARD_SH:
-        record["reward_sh"] = sh.data.decode("utf-8", "replace")
+    check_text, sh_text = _text_of(task, check, "hook_code"), _text_of(task, sh, "reward_sh")
+    if check_text is not None:
+        record["hook_code"] = check_text
+    if sh_text is not None and sh_text != cg.REWARD_SH:
+        record["reward_sh"] = sh_text
     files = []
     for f in task.workspace:
         if f.text is not None:
