@@ -131,6 +131,8 @@ def looks_like_manifest(path: str | Path) -> bool:
 def load_manifest(path: str | Path) -> Manifest:
     """Read a manifest file; a clear error names the file and the field at fault."""
     p = Path(path)
+    if p.exists() and not p.is_dir() and not p.is_file():  # a fifo would block the read for ever
+        raise ManifestError(f"{p}: not a regular file (a fifo, socket or device); pass the manifest's JSON file")
     try:
         raw = parse_json(p.read_text(), str(p))
     except FileNotFoundError:

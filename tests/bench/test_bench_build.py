@@ -307,3 +307,15 @@ def test_a_bench_run_that_scored_nothing_exits_1_with_the_reason(tmp_path, capsy
     assert code == 1, err
     assert f"no rollout of this run was scored; the first reason: transformers:{tmp_path / 'none'}: no such folder" \
         in " ".join(err.split())
+
+
+def test_a_fifo_given_as_the_manifest_is_refused_not_waited_on(tmp_path, capsys):
+    """`bench run FIFO` and `bench report --manifest FIFO` blocked for ever on the read."""
+    import os
+
+    fifo = tmp_path / "bench.json"
+    os.mkfifo(fifo)
+    with pytest.raises(ManifestError, match="bench.json: not a regular file"):
+        load_manifest(fifo)
+    code, err = _bench_run_cli(fifo, tmp_path, capsys)
+    assert code == 2 and "not a regular file" in err, err
