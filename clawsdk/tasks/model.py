@@ -69,6 +69,34 @@ def not_utf8(value: Any) -> bool:
     return False
 
 
+def unstorable(value: Any) -> str | None:
+    """Why `value` (one value, not what it holds) cannot be part of a task the store writes as JSON text, or
+    None: a text that is not UTF-8, binary data (YAML's `!!binary`), a set (YAML's `!!set`: JSON has none, and
+    its order, so its hash, changes from run to run)."""
+    if isinstance(value, str):
+        return "is not UTF-8 text (it holds a lone surrogate)" if not_utf8(value) else None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return ("is binary data (as YAML's !!binary gives), which a task cannot hold: write it as text "
+                "(base64 in a string, or a file in workspace/ or hidden/)")
+    if isinstance(value, (set, frozenset)):
+        return "is a set (as YAML's !!set gives), which a task cannot hold: write a list"
+    return None
+
+
+def first_unstorable(value: Any, where: str = "") -> tuple[str, str] | None:
+    """(path, why) of the first value or key in `value` that `unstorable` refuses; None when there is none."""
+    reasons: list[str] = []
+
+    def bad(v: Any) -> bool:
+        reason = unstorable(v)
+        if reason is not None:
+            reasons.append(reason)
+        return reason is not None
+
+    found = first_where(value, bad, where)
+    return None if found is None else (found, reasons[-1])
+
+
 def not_finite(value: Any) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
@@ -233,14 +261,16 @@ class Task(BaseModel):
     def _folder_name(cls, task_id: str) -> str:
         return check_task_id(task_id)
 
-    @field_validator("category", "difficulty", "tags", "tools", "solution", "verifier", "tool_policy", "tool_config")
+    @field_validator("category", "difficulty", "tags", "tools", "solution", "verifier", "tool_policy", "tool_config",
+                     "provenance", "metadata")
     @classmethod
     def _utf8(cls, value: Any) -> Any:
-        """Every text the hash covers is UTF-8 (files check their own): one that is not ended the whole run
-        at the task's hash."""
-        where = first_where(value, not_utf8)
-        if where is not None:
-            raise ValueError(f"{where + ' ' if where else ''}is not UTF-8 text (it holds a lone surrogate)")
+        """Every text is UTF-8 and every value one JSON can write (files check their own): a lone surrogate,
+        bytes or a set ended the whole run, at the task's hash or at the store's write of the task."""
+        found = first_unstorable(value)
+        if found is not None:
+            where, why = found
+            raise ValueError(f"{where + ' ' if where else ''}{why}")
         return value
 
     @field_validator("workspace", "hidden")

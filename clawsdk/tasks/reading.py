@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import yaml
 
 from clawsdk.errors import TaskFormatError
-from clawsdk.tasks.model import File
+from clawsdk.tasks.model import File, first_unstorable
 
 T = TypeVar("T")
 
@@ -397,6 +397,13 @@ def parse_yaml(text: str, where: str, *, limits: ReadLimits | None = None, line_
     if expanded_size(value) > MAX_EXPANDED_VALUES:
         raise TaskFormatError(where, f"invalid YAML: its aliases (*name) expand to more than {MAX_EXPANDED_VALUES:,} "
                                      "values; write the repeated parts out, or share less")
+    # a task is JSON-like data (the store writes it as JSON): `!!binary` bytes and `!!set` sets passed
+    # loading and then ended the whole run, at the store or at the hash
+    found = first_unstorable(value)
+    if found is not None:
+        field, why = found
+        task_id = value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None
+        raise TaskFormatError(where, why, field=field or None, task_id=task_id)
     return value
 
 

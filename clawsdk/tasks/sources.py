@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from clawsdk.errors import PluginError, TaskFormatError
-from clawsdk.tasks.model import Task
+from clawsdk.tasks.model import Task, first_unstorable
 from clawsdk.tasks.reading import as_task_error
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,9 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
 
     registry = get_registry()
     text = str(spec)
+    if not text.strip() or not text.partition(":")[2].strip() and text.endswith(":"):
+        # Path("") is ".": an unset $TASKS ran every task found under the working folder
+        raise FileNotFoundError(f"{text!r}: an empty task path; give a task file or folder")
     name, _, rest = text.partition(":")
     if rest and name in registry.tables["task_sources"]:
         source_name, path = name, Path(rest)
@@ -70,8 +73,38 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
         if isinstance(item, TaskFormatError):
             result.errors.append(item)
             continue
+        item = storable(item, path)
+        if isinstance(item, TaskFormatError):
+            result.errors.append(item)
+            continue
         _add(result, item, seen, str(item.provenance.get("path", path)))
     return result
+
+
+def storable(task: Task, path: str | Path) -> Task | TaskFormatError:
+    """`task`, or its error when the store could not write it: dumped and hashed here, at load, as the run
+    does, so a value no validator foresaw (a source's own, a field set after validation) is this task's
+    `skipped task:` line, not the end of the whole run at its first write."""
+    try:
+        where = str(task.provenance.get("path", path))
+    except Exception:  # noqa: BLE001 - a provenance that is not a dict; the dump below says why
+        where = str(path)
+    try:
+        task.model_dump_json()
+        task.hash  # noqa: B018 - computed (and cached) for what it raises
+        return task
+    except Exception as e:  # noqa: BLE001 - any failure is this task's
+        try:
+            found = first_unstorable(dict(task))
+        except Exception:  # noqa: BLE001 - the walk itself failed: name no field
+            found = None
+        task_id = task.id if isinstance(getattr(task, "id", None), str) else None
+        if found is not None:
+            field, why = found
+            return TaskFormatError(where, f"{why} (the task cannot be stored)", field=field or None, task_id=task_id)
+        detail = " ".join(str(e).split())[:300]
+        return TaskFormatError(where, f"the task cannot be stored ({type(e).__name__}"
+                                      + (f": {detail})" if detail else ")"), task_id=task_id)
 
 
 def _detects(source: TaskSource, name: str, path: Path) -> bool:

@@ -337,3 +337,17 @@ def test_a_scripted_agents_script_is_read_as_untrusted_input(tmp_path, capsys):
         assert_one_line_error(code, out, err, argv)
         text = " ".join(err.split())
         assert f"the scripted agent's script: {script}" in text and why in text, text
+
+
+@pytest.mark.parametrize("spec", ["", "  ", "clawgym:"])
+def test_an_empty_task_path_is_refused_not_read_as_the_working_folder(tmp_path, capsys, monkeypatch, spec):
+    """`clawsdk run ""` (an unset $TASKS) ran every task found under the working folder."""
+    from tests.conftest import make_task
+
+    make_task(tmp_path, "here")
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", spec, "--sandbox", "local", "--db", str(tmp_path / "s.db")]
+    code, out, err = call(argv, capsys)
+    assert_one_line_error(code, out, err, argv)
+    assert "an empty task path; give a task file or folder" in err, err
+    assert not (tmp_path / "s.db").exists()
