@@ -345,12 +345,18 @@ def export_command(
 
 
 def _warn_unreadable(candidates) -> None:
-    """Rollouts left out because they could not be read are not a rule the user chose: say so."""
-    bad = [c.reason.removeprefix("unreadable: ") for c in candidates if c.reason.startswith("unreadable:")]
-    if bad:
-        more = f"; and {len(bad) - 3} more (`clawsdk data select --show dropped`)" if len(bad) > 3 else ""
-        console.print(f"[yellow]warning:[/yellow] {len(bad)} rollout(s) could not be read and are left out: "
-                      f"{escape('; '.join(bad[:3]))}{more}")
+    """Rollouts left out because they could not be read, or not as the model gave them, are not a rule the user
+    chose: say so."""
+    from clawsdk.data.select import NOT_USABLE
+
+    said = {"unreadable": "could not be read", "unverified": "hold assistant turns no reply of the model backs",
+            "control_tokens": "hold a chat template's control token as text"}
+    for kind in NOT_USABLE:
+        bad = [c.reason.removeprefix(f"{kind}: ") for c in candidates if c.reason.startswith(f"{kind}:")]
+        if bad:
+            more = f"; and {len(bad) - 3} more (`clawsdk data select --show dropped`)" if len(bad) > 3 else ""
+            console.print(f"[yellow]warning:[/yellow] {len(bad)} rollout(s) {said[kind]} and are left out: "
+                          f"{escape('; '.join(bad[:3]))}{more}")
 
 
 def _load_tokenizer(spec: str):

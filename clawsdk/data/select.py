@@ -135,8 +135,9 @@ def _estimate_tokens(t: Trajectory) -> int:
 
 def load_candidates(store: Any, selection: Selection, style: PromptStyle | None = None) -> list[Candidate]:
     """Every finished rollout of the chosen runs, with its conversation rebuilt. One that cannot be
-    rebuilt (`unreadable: ...`) or has a reply cut at its token limit (`truncated: ...`, unless
-    `selection.keep_truncated`) comes back already dropped, with its reason."""
+    rebuilt comes back already dropped, with its reason: `unverified: ...` (an assistant turn no reply of the
+    model backs), `control_tokens: ...` (a chat template's turn marker typed as text), else `unreadable: ...`;
+    so does one with a reply cut at its token limit (`truncated: ...`, unless `selection.keep_truncated`)."""
     sql = (
         "SELECT o.*, t.instruction FROM rollouts o LEFT JOIN tasks t ON t.hash = o.task_hash "
         "WHERE o.status = 'finished'"
@@ -182,10 +183,16 @@ def load_candidates(store: Any, selection: Selection, style: PromptStyle | None 
             cut = "" if selection.keep_truncated else _truncated(events)
         except Exception as e:
             # one oddly recorded rollout, or a skill not installed here, must not stop the others
-            out.append(Candidate(row, None, row["reward"], reason=f"unreadable: {_why(e, row['id'])}"))
+            why = _why(e, row["id"])
+            kind = next((k for k in NOT_USABLE[1:] if f": {k}: " in why), NOT_USABLE[0])
+            out.append(Candidate(row, None, row["reward"], reason=f"{kind}: {why}"))
             continue
         out.append(Candidate(row, traj, row["reward"], tokens=tokens, reason=cut))
     return out
+
+
+#: the reasons a rollout is left out before any rule: it could not be rebuilt, or not as the model said it
+NOT_USABLE = ("unreadable", "unverified", "control_tokens")
 
 
 def _why(e: Exception, rollout_id: str) -> str:

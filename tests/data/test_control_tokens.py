@@ -77,7 +77,7 @@ def test_a_conversation_that_holds_a_chat_control_token_is_not_exported(tmp_path
     reasons = {c.rollout["run_id"]: c.reason for c in result.candidates}
     assert reasons.pop("clean") == "kept", reasons
     for run_id, reason in reasons.items():
-        assert reason.startswith(f"unreadable: rollout {ids[run_id]}: control_tokens: "), reason
+        assert reason.startswith(f"control_tokens: rollout {ids[run_id]}: control_tokens: "), reason
     assert "'<|im_end|>' in messages[4].tool_calls[0].function.arguments" in reasons["arguments"]
     assert "messages[4].tool_calls[0].function.name" in reasons["name"]
     assert "'<|im_end|>' in messages[5].content" in reasons["result"]
@@ -88,7 +88,8 @@ def test_a_conversation_that_holds_a_chat_control_token_is_not_exported(tmp_path
                                         "--out", str(out), "--format", "jsonl"])
     text = " ".join(res.output.split())
     assert res.exit_code == 0, text
-    assert "4 rollout(s) could not be read" in text and "control_tokens" in text and "c@v1: 1 sft rows" in text
+    assert "4 rollout(s) hold a chat template's control token as text and are left out" in text
+    assert "c@v1: 1 sft rows" in text
     data = (out / "c-v1" / "data.jsonl").read_text()
     assert "<|im_" not in data and json.loads(data)["rollout_id"] == ids["clean"]
 

@@ -97,7 +97,7 @@ def test_a_conversation_with_turns_the_model_never_wrote_is_dropped_and_an_hones
     reasons = {c.rollout["run_id"]: c.reason for c in result.candidates}
     assert reasons["honest"] == reasons["resent"] == "kept", reasons
     for run_id in ("invented", "appended", "repeated", "edited", "prefill"):
-        assert reasons[run_id].startswith(f"unreadable: rollout {ids[run_id]}: unverified: "), reasons[run_id]
+        assert reasons[run_id].startswith(f"unverified: rollout {ids[run_id]}: unverified: "), reasons[run_id]
     assert "messages[1]" in reasons["invented"] and "messages[3]" in reasons["repeated"]
     assert "continue_final_message" in reasons["prefill"]
 
@@ -106,7 +106,8 @@ def test_a_conversation_with_turns_the_model_never_wrote_is_dropped_and_an_hones
                                         "--out", str(out), "--format", "jsonl"])
     text = " ".join(res.output.split())
     assert res.exit_code == 0, text
-    assert "5 rollout(s) could not be read" in text and "unverified" in text and "h@v1: 2 sft rows" in text
+    assert "5 rollout(s) hold assistant turns no reply of the model backs and are left out" in text
+    assert "h@v1: 2 sft rows" in text
     data = (out / "h-v1" / "data.jsonl").read_text()
     assert "FORGED" not in data
     rows = {r["rollout_id"]: r for r in map(json.loads, data.splitlines())}
