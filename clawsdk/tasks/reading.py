@@ -166,6 +166,8 @@ def _open_file(dir_fd: int, name: str, where: str) -> int:
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise _symlink_error(where, name, dir_fd) from None
+        if e.errno == errno.ENXIO:  # a unix socket (O_NONBLOCK opens a fifo): name it, not the task file
+            raise TaskFormatError(where, "is not a regular file (a fifo, socket or device); refused") from None
         raise
 
 

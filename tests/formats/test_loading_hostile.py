@@ -215,6 +215,22 @@ def test_pinchbench_sources_stay_in_the_assets_folder(tmp_path, outside):
     assert_no_secret(loaded)
 
 
+def test_a_socket_in_the_workspace_is_named_not_blamed_on_task_yaml(tmp_path):
+    """ENXIO from opening a socket fell back to the task file: `task.yaml: cannot be read: No such device or
+    address`, pointing the user at the wrong file."""
+    import socket
+
+    folder = make_task(tmp_path / "tasks", "sock")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(folder / "workspace" / "s.sock"))
+        (err,) = load_tasks(str(tmp_path / "tasks")).errors
+    finally:
+        sock.close()
+    assert err.path == str(folder / "workspace" / "s.sock"), str(err)
+    assert "is not a regular file (a fifo, socket or device)" in err.message
+
+
 def test_a_fifo_named_like_a_task_file_never_hangs(tmp_path):
     os.mkfifo(tmp_path / "task.yaml")
     (err,) = load_tasks(str(tmp_path)).errors
