@@ -55,6 +55,12 @@ OWN_FILES = ("AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md", "HEAR
              ".openclaw", ".clawhub", ".pi")
 
 
+def _refusal(sandbox: str) -> str:
+    """Why OpenClaw cannot run on `sandbox`: said before the run (preflight) and by a rollout that gets it."""
+    return (f"the openclaw agent runs under --sandbox bwrap or local, not {sandbox!r}: it needs the install and "
+            "the proxy's socket bound in")
+
+
 class OpenClawAgent(Agent):
     name = "openclaw"
 
@@ -91,8 +97,7 @@ class OpenClawAgent(Agent):
 
         caps = backend_capabilities(sandbox)
         if (caps.network_isolated or caps.fs_isolated) and sandbox != "bwrap":
-            raise ValueError(f"the openclaw agent runs under --sandbox bwrap or local, not {sandbox!r}: "
-                             "it needs the install and the proxy's socket bound in")
+            raise ValueError(_refusal(sandbox))
 
     async def run(self, ctx: AgentContext) -> None:
         from clawsdk.mcp.proxy import ModelProxy, serving
@@ -165,8 +170,7 @@ class OpenClawAgent(Agent):
 
         opts = getattr(sandbox, "opts", None)
         if sandbox.name != "bwrap" or not isinstance(opts, IsolationOptions):
-            raise SandboxError(f"the openclaw agent runs under --sandbox bwrap or local, not {sandbox.name!r}: "
-                               "it needs the install and the proxy's socket bound in")
+            raise SandboxError(_refusal(sandbox.name))
         prefix = str(self.install.home)
         inner_home = opts.home.rstrip("/")
         if prefix == inner_home or prefix.startswith(inner_home + "/"):
