@@ -12,22 +12,8 @@ import pytest
 
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.mcp.session import arguments_problem
-from clawsdk.runtime.agent import Agent, AgentContext
 from tests.conftest import make_task
-
-
-class SendsNonFinite(Agent):
-    name = "sends-non-finite"
-
-    def __init__(self, args):
-        self.args = args
-        self.told: list[str] = []
-
-    async def run(self, ctx: AgentContext) -> None:
-        result = await ctx.tools.call("exec", self.args)
-        assert result.is_error
-        self.told.append(result.text)
-        await ctx.tools.call("write", {"path": "done.txt", "content": "done"})
+from tests.mcp.test_tool_arguments import BadArguments  # tries the call, then does the task
 
 
 @pytest.mark.parametrize("args", [
@@ -37,7 +23,7 @@ class SendsNonFinite(Agent):
 ], ids=["nan", "inf", "nested-minus-inf"])
 def test_non_finite_arguments_are_an_error_result_and_the_store_stays_readable(tmp_path, db, args):
     tasks = load_tasks(str(make_task(tmp_path, "non-finite-args"))).tasks
-    agent = SendsNonFinite(args)
+    agent = BadArguments(args)
     [o] = run_sync(tasks, agent=agent, db=db, sandbox="local", retries=0).outcomes
     assert (o.kind.value, o.passed) == ("ok", True)
     assert "not a finite number" in agent.told[0] and "send a JSON object" in agent.told[0]
