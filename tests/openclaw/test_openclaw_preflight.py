@@ -5,34 +5,19 @@ Each rollout ended sandbox_error (unscored), retried --retries times, and the ru
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from clawsdk.cli import main
-from clawsdk_plugins.openclaw.install import find_install, missing_message
 from tests.conftest import make_task
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def openclaw_home() -> str:
-    home = os.environ.get("CLAWSDK_OPENCLAW_HOME") or str(REPO / ".clawsdk" / "openclaw")
-    if find_install(home) is None:
-        pytest.skip(missing_message(home))
-    return home
 
 
 @pytest.mark.parametrize("sandbox", ["docker"])
-def test_openclaw_under_a_sandbox_it_cannot_run_in_is_refused_before_the_run(tmp_path, capsys, openclaw_home,
-                                                                           sandbox):
+def test_openclaw_under_a_sandbox_it_cannot_run_in_is_refused_before_the_run(tmp_path, capsys, fake_install, sandbox):
     make_task(tmp_path / "tasks", "t1")
     make_task(tmp_path / "tasks", "t2")
     db = tmp_path / "store.db"
     argv = ["run", str(tmp_path / "tasks"), "--agent", "openclaw", "--model", "m", "--base-url",
-            "http://127.0.0.1:9/v1", "--agent-opt", f"home={openclaw_home}", "--sandbox", sandbox,
+            "http://127.0.0.1:9/v1", "--agent-opt", f"home={fake_install}", "--sandbox", sandbox,
             "--db", str(db)]
     code = 0
     try:
