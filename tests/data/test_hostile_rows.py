@@ -19,7 +19,7 @@ from clawsdk.runtime.runner import run_sync
 from clawsdk.store.store import Store
 from tests.data.test_control_tokens import tiny_tokenizer, tool_loop
 from tests.data.test_data_select_export import call, hello_task
-from tests.data.test_export_verified import DONE, FIRST, TOOLS, WRITE, harness_runs
+from tests.data.test_export_verified import DONE, FIRST, TOOLS, WRITE, drop_reasons, export_cli, harness_runs
 
 SAID = {"role": "assistant", "content": "Let me look."}
 
@@ -52,10 +52,8 @@ def test_hostile_histories_and_calls_are_each_one_rollout_left_out(tmp_path):
     never_ran = call("finish", {"summary": "done"}) + "\n" + call("exec", {"command": "echo NEVER-RUN > proof.txt"})
     run_sync([task], agent=tool_loop([call("write", {"path": "hello.txt", "content": "hello world"}), never_ran]),
              run_id="after-finish", db=db)
-    with Store(db) as store:
-        ids.update({r["run_id"]: r["id"] for r in store.query("SELECT id, run_id FROM rollouts")})
-        result = select(store, Selection(dedup=False))
-    reasons = {c.rollout["run_id"]: c.reason for c in result.candidates}
+    more, reasons = drop_reasons(db)
+    ids.update(more)
     assert reasons.pop("honest") == "kept", reasons
     for run_id, reason in reasons.items():
         assert reason.startswith(f"unreadable: rollout {ids[run_id]}: "), reason
@@ -67,10 +65,7 @@ def test_hostile_histories_and_calls_are_each_one_rollout_left_out(tmp_path):
     assert "exec after finish" in reasons["after-finish"]
 
     # every format, Arrow's too, and counted with a tokenizer (whose template raised on the assistant-first one)
-    res = CliRunner().invoke(cli_main, ["data", "export", "--db", str(db), "--name", "h", "--no-dedup",
-                                        "--out", str(tmp_path / "out")])
-    text = " ".join(res.output.split())
-    assert res.exit_code == 0, text
+    text = export_cli(db, tmp_path / "out", "h")
     assert "6 rollout(s) could not be read" in text and "h@v1: 1 sft rows" in text
     (row,) = load_rows(tmp_path / "out" / "h-v1")
     assert row["rollout_id"] == ids["honest"]
