@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from clawsdk.cli import main
+from tests.cli.test_cli_errors import call
 from tests.conftest import make_task
 
 
@@ -19,12 +19,7 @@ def test_openclaw_under_a_sandbox_it_cannot_run_in_is_refused_before_the_run(tmp
     argv = ["run", str(tmp_path / "tasks"), "--agent", "openclaw", "--model", "m", "--base-url",
             "http://127.0.0.1:9/v1", "--agent-opt", f"home={fake_install}", "--sandbox", sandbox,
             "--db", str(db)]
-    code = 0
-    try:
-        main(argv)
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
+    code, out, err = call(argv, capsys)
     assert "Traceback" not in out + err and code == 2, (code, out, err)
     text = " ".join(err.split())
     assert f"runs under --sandbox bwrap or local, not '{sandbox}'" in text, text

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from clawsdk import run_sync
-from clawsdk.cli import main
 from clawsdk.runtime.oracle import OracleAgent
 from clawsdk.tasks.sources import load_tasks
+from tests.cli.test_cli_errors import call
 from tests.conftest import make_task
 
 
@@ -27,12 +27,7 @@ def test_the_cli_refuses_the_oracle_on_tasks_without_a_solution_in_one_line_exit
     tasks = _tasks(tmp_path / "tasks", without=7, with_solution=1)
     db = tmp_path / "store.db"
     argv = ["run", str(tasks), "--agent", "oracle", "--sandbox", "local", "--db", str(db)]
-    code = 0
-    try:
-        main(argv)
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
+    code, out, err = call(argv, capsys)
     assert "Traceback" not in out + err and code == 2, (code, out, err)
     text = " ".join(err.split())
     assert "7 of 8 task(s) have no reference solution" in text, text
