@@ -165,7 +165,12 @@ class ProcessManager:
     async def write(self, proc: _Proc, data: str) -> ProcessInfo:
         if proc.status != "running":
             raise ToolError(f"process {proc.id} has {proc.status}; it reads no more input")
-        res = await self.sandbox.exec(f"cat > {PROC_DIR}/{proc.id}.in", timeout=30, stdin=data.encode("utf-8"))
+        # the process may not have made its stdin fifo yet (start returns at once): a `cat >` before it made a
+        # plain file there, mkfifo then failed and the process exited with no output; wait for the fifo
+        res = await self.sandbox.exec(
+            f'f={PROC_DIR}/{proc.id}.in; for _ in $(seq 100); do [ -p "$f" ] && break; sleep 0.1; done; '
+            f'[ -p "$f" ] || {{ echo "its stdin is not ready" >&2; exit 1; }}; cat > "$f"',
+            timeout=30, stdin=data.encode("utf-8"))
         if res.exit_code != 0:
             raise ToolError(f"could not write to process {proc.id}: {res.stderr.strip()}")
         return proc.info()
