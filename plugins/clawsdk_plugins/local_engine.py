@@ -52,6 +52,15 @@ def need(module: str, extra: str) -> Any:
                          f"pip install 'clawsdk[{extra}]'") from None
 
 
+def hub_kernels() -> bool:
+    """Whether transformers may fetch kernels from the Hugging Face Hub and run them (`use_kernels`).
+
+    transformers 5 does by default: on CUDA, `model.train()` downloads `kernels-community/*` code, so
+    training fails on a machine without the Hub and runs code nobody installed. clawsdk loads models
+    with it off, like `trust_remote_code`; transformers' own `USE_HUB_KERNELS=1` turns it on."""
+    return os.environ.get("USE_HUB_KERNELS", "").strip().upper() in {"1", "Y", "YES", "TRUE", "ON"}
+
+
 @dataclass
 class Request:
     prompt_ids: list[int]

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from typing import Any
 
 from clawsdk.errors import ModelError
-from clawsdk_plugins.local_engine import Batch, LocalChatModel, Request, need
+from clawsdk_plugins.local_engine import Batch, LocalChatModel, Request, hub_kernels, need
 
 
 def _pick_device(device: str) -> str:
@@ -87,7 +87,7 @@ class TransformersModel(LocalChatModel):
         else:
             dtype = getattr(torch, self.dtype)
         self.tokenizer = AutoTokenizer.from_pretrained(self.path, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype, use_kernels=hub_kernels(), **kwargs)
         self.hf_model = model.to(device).eval()
         self._setup_tokens()
 

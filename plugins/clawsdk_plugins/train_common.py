@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.train import TrainResult, resolve_weights
+from clawsdk_plugins.local_engine import hub_kernels
 
 resolve_base = resolve_weights  # the name older code imports
 
@@ -45,7 +46,7 @@ def _load_model(path: str, threads: int | None) -> tuple[Any, Any]:
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     dtype = torch.bfloat16 if _device() == "cuda" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, use_kernels=hub_kernels())
     if getattr(model, "hf_quantizer", None) is not None or getattr(model.config, "quantization_config", None):
         raise ValueError(
             f"{path} is still marked quantized; train from a dequantized copy "

@@ -547,3 +547,18 @@ def test_a_process_that_ends_while_the_model_generates_exits_cleanly(tiny_checkp
     assert proc.returncode == 0 and "the run is over" in proc.stdout, proc.stderr[-2000:]
     assert "still generating: True" in proc.stdout  # the case at hand: the thread is inside torch at exit
     assert "terminate called" not in proc.stderr
+
+
+def test_models_load_without_the_hubs_kernels_unless_asked(tiny_checkpoint, monkeypatch):
+    """transformers 5 fetches `kernels-community/*` code from the Hub in `model.train()` on CUDA: on an H200
+    with no network every `train sft` failed that way, and where there is a network it runs code nobody
+    installed. clawsdk's backend and trainers load with it off; transformers' USE_HUB_KERNELS=1 turns it on."""
+    from clawsdk_plugins.train_common import _load_model
+
+    monkeypatch.delenv("USE_HUB_KERNELS", raising=False)
+    model = TransformersModel(str(tiny_checkpoint), threads=1)
+    model.load()
+    trained, _ = _load_model(str(tiny_checkpoint), 1)
+    assert not model.hf_model.use_kernels and not trained.use_kernels
+    monkeypatch.setenv("USE_HUB_KERNELS", "1")
+    assert _load_model(str(tiny_checkpoint), 1)[0].use_kernels
