@@ -286,7 +286,7 @@ class TrlGrpoTrainer:
         ds = datasets.Dataset.from_list([{"prompt": r["prompt"], "task_hash": r["task_hash"]} for r in rows])
         base = resolve_base(self.model)
         stage = _stage_out(out, base)  # refuses a used -o or the base's folder before training
-        model, tok = _load_model(base, o["threads"])
+        model, tok = _load_model(base, o["threads"], lora=o["lora"])
         cuda = _device() == "cuda"
         use_vllm = self._use_vllm()
         g = o["num_generations"]

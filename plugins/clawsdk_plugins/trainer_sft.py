@@ -137,7 +137,7 @@ class TrlSftTrainer:
         rows = load_rows(folder)  # checked, tool calls too, before the model loads
         base = resolve_base(self.model)
         stage = _stage_out(out, base)  # refuses a used -o or the base's folder before training
-        model, tok = _load_model(base, o["threads"])
+        model, tok = _load_model(base, o["threads"], lora=o["lora"])
         cols, skipped = self.encode(rows, tok)
         if not cols["input_ids"]:
             raise ValueError(
