@@ -1,6 +1,7 @@
 """Embedded-model generation speed, against baselines measured in the same run.
 
     .venv/bin/python benchmarks/embedded_model.py [--tokens 64] [--concurrency 8] [--threads 2]
+        [--model transformers:PATH]
 
 Each "rollout" is the tool-loop agent's first model turn on one example task (the real system
 prompt with the core tools, and the task's instruction), then its second turn: the first answer and
@@ -82,12 +83,22 @@ def main() -> None:
                          "short: the instruction alone (generation-heavy)")
     ap.add_argument("--cases", default="turns,conversations",
                     help="turns: one turn and its baselines; conversations: joining a running batch, and not")
+    ap.add_argument("--model", default="embedded",
+                    help="embedded (SmolLM2-135M on the CPU), or transformers:PATH (a local checkpoint, on CUDA when "
+                         "there is one)")
     args = ap.parse_args()
     cases = set(args.cases.split(","))
 
-    from clawsdk_plugins.models_embedded import EmbeddedModel
+    if args.model == "embedded":
+        from clawsdk_plugins.models_embedded import EmbeddedModel
 
-    model = EmbeddedModel(max_batch=args.concurrency, threads=args.threads)
+        model = EmbeddedModel(max_batch=args.concurrency, threads=args.threads)
+    elif args.model.startswith("transformers:"):
+        from clawsdk_plugins.models_transformers import TransformersModel
+
+        model = TransformersModel(args.model.split(":", 1)[1], max_batch=args.concurrency, threads=args.threads)
+    else:
+        ap.error(f"--model {args.model!r}: use embedded or transformers:PATH")
     t0 = time.perf_counter()
     model.load()
     load_s = time.perf_counter() - t0
@@ -184,21 +195,29 @@ def main() -> None:
             finally:
                 local_engine.Batch.join = join
 
+    class Rows(dict):
+        """Each case printed as it is measured: a run cut short still says what it measured."""
+
+        def __setitem__(self, label, value):
+            super().__setitem__(label, value)
+            t, n = value
+            print(f"{label:<48}{n:>8}{t:>10.2f}{n / t:>10.1f}", flush=True)
+
     async def run_all():
-        rows: dict = {}
+        rows = Rows()
         if "turns" in cases:
             await turns(rows)
         if "conversations" in cases:
             await talks(rows)
         return rows
 
-    rows = anyio.run(run_all)
-    print(f"model: {model.name}   load: {load_s:.2f} s   torch threads: {__import__('torch').get_num_threads()}")
+    device = getattr(getattr(model, "hf_model", None), "device", "cpu")
+    print(f"model: {model.name}   device: {device}   load: {load_s:.2f} s   "
+          f"torch threads: {__import__('torch').get_num_threads()}")
     print(f"prompt tokens: {min(prompt_tokens)}-{max(prompt_tokens)}   max new tokens: {args.tokens}   "
           f"rollouts: {args.concurrency}")
-    print(f"{'case':<48}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}")
-    for label, (t, n) in rows.items():
-        print(f"{label:<48}{n:>8}{t:>10.2f}{n / t:>10.1f}")
+    print(f"{'case':<48}{'tokens':>8}{'seconds':>10}{'tokens/s':>10}", flush=True)
+    rows = anyio.run(run_all)
     print(f"batch sizes: {[len(b.everyone()) for b in sizes]}")
 
     def rate(label):
