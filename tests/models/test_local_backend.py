@@ -211,6 +211,28 @@ def test_the_embedded_model_works_an_example_task_end_to_end(tmp_path):
                                        for e in events)
 
 
+@pytest.mark.slow
+def test_a_reinstalled_gguf_reuses_its_dequantized_copy(tmp_path):
+    """Each new virtualenv installs the embedded GGUF with a new mtime; the copy was keyed by it, and each
+    one left another 538 MB copy in the cache (ten in a day of CI runs here)."""
+    import os
+    import shutil
+
+    pytest.importorskip("gguf")
+    from clawsdk_plugins.models_embedded import dequantized_copy, embedded_gguf
+
+    try:
+        installed = embedded_gguf()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(str(e))
+    first = dequantized_copy(installed)  # converted once (about 30 s), or already in the cache
+    reinstalled = tmp_path / "venv" / installed.name
+    reinstalled.parent.mkdir()
+    shutil.copyfile(installed, reinstalled)
+    os.utime(reinstalled, (1_000_000, 1_000_000))
+    assert dequantized_copy(reinstalled) == first
+
+
 def test_the_backends_keep_their_registered_names_and_import_paths():
     # models_local was split by backend: `--model NAME` and code that imports from it still work
     from clawsdk.plugins import get_registry
