@@ -74,6 +74,20 @@ def dumps(value: Any) -> str:
         return printable(_encode(_finite(value)))
 
 
+def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
+    """A reader of a store in a folder it cannot write (a read-only mount, an archive) opens it immutable:
+    SQLite would otherwise make the WAL's shared-memory file beside it, and fail. Nobody can be writing there;
+    a write-ahead log left beside it (a copy taken while a run wrote) would be ignored, so that is refused."""
+    if readonly and not os.access(path.parent, os.W_OK):
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size:
+            raise StoreError(f"its folder cannot be written, and the write-ahead log beside it ({wal.name}) holds "
+                             f"part of its data: copy both to a writable folder")
+        uri = f"{path.resolve().as_uri()}?immutable=1"
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+    return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+
+
 class Store:
     """A connection to the store file. Safe for many readers and one writer across processes."""
 
@@ -87,7 +101,7 @@ class Store:
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not a clawsdk store file (give --db a file)")
         try:
-            conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            conn = _connect(self.path, readonly)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if not readonly:
                 conn.execute("PRAGMA journal_mode = WAL")
@@ -99,7 +113,8 @@ class Store:
             else:
                 migrate(self.db)
         except StoreError as e:  # a database this clawsdk may not use: name the file
-            self.db.close()
+            if hasattr(self, "db"):
+                self.db.close()
             raise StoreError(f"{self.path}: {e}") from None
         except sqlite3.DatabaseError as e:
             if "not a database" in str(e) or "malformed" in str(e):

@@ -1,3 +1,4 @@
+import contextlib
 import sqlite3
 
 import anyio
@@ -122,3 +123,63 @@ def _task():
     from clawsdk.tasks.model import Task
 
     return Task(id="t", instruction="x")
+
+
+
+@contextlib.contextmanager
+def read_only(folder):
+    """The folder made read-only for real: a read-only bind mount as root (file modes do not bind root), else
+    its mode."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    mount = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot bind-mount here: {mount.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+        yield
+    finally:
+        subprocess.run(["umount", "--lazy", str(folder)], check=True)  # even while a failed open holds a file
+
+
+def test_a_store_in_a_folder_it_cannot_write_is_read(tmp_path):
+    from click.testing import CliRunner
+
+    from clawsdk.cli import cli
+
+    path = tmp_path / "archive" / "runs.db"
+    with Store(path) as s, s.transaction():
+        s.upsert_run("archived", status="finished", agent="oracle")
+    with read_only(path.parent):  # SQLite cannot make the WAL's -shm file there: "unable to open database file"
+        with Store(path, readonly=True) as s:
+            assert [r["id"] for r in s.runs()] == ["archived"]
+        out = CliRunner().invoke(cli, ["runs", "--db", str(path)])
+    assert out.exit_code == 0 and "archived" in out.output, out.output
+
+
+def test_a_store_copied_with_its_write_ahead_log_into_such_a_folder_is_refused_not_read_short(tmp_path):
+    import shutil
+    import sqlite3
+
+    path = tmp_path / "live" / "runs.db"
+    with Store(path) as s, s.transaction():
+        s.upsert_run("first", status="finished")
+    keep = sqlite3.connect(path)  # a reader keeps the log: the next commit stays in runs.db-wal
+    keep.execute("SELECT count(*) FROM runs").fetchall()
+    with Store(path) as s, s.transaction():
+        s.upsert_run("second", status="finished")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("runs.db", "runs.db-wal"):
+        shutil.copyfile(path.parent / name, copy / name)
+    keep.close()
+    with read_only(copy), pytest.raises(StoreError, match="write-ahead log .*copy both to a writable folder"):
+        Store(copy / "runs.db", readonly=True)
