@@ -74,17 +74,24 @@ def dumps(value: Any) -> str:
         return printable(_encode(_finite(value)))
 
 
+def reader_uri(path: Path) -> str:
+    """The URI a reader opens a store with: read-only, and immutable in a folder it cannot write (a read-only
+    mount, an archive), where SQLite would otherwise make the WAL's shared-memory file beside it, and fail.
+    Nobody can be writing there; a write-ahead log left beside it (a copy taken while a run wrote) would be
+    ignored, so that is refused."""
+    uri = path.resolve().as_uri()
+    if os.access(path.parent, os.W_OK):
+        return f"{uri}?mode=ro"
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size:
+        raise StoreError(f"its folder cannot be written, and the write-ahead log beside it ({wal.name}) holds "
+                         f"part of its data: copy both to a writable folder")
+    return f"{uri}?immutable=1"
+
+
 def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
-    """A reader of a store in a folder it cannot write (a read-only mount, an archive) opens it immutable:
-    SQLite would otherwise make the WAL's shared-memory file beside it, and fail. Nobody can be writing there;
-    a write-ahead log left beside it (a copy taken while a run wrote) would be ignored, so that is refused."""
     if readonly and not os.access(path.parent, os.W_OK):
-        wal = path.with_name(path.name + "-wal")
-        if wal.exists() and wal.stat().st_size:
-            raise StoreError(f"its folder cannot be written, and the write-ahead log beside it ({wal.name}) holds "
-                             f"part of its data: copy both to a writable folder")
-        uri = f"{path.resolve().as_uri()}?immutable=1"
-        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+        return sqlite3.connect(reader_uri(path), uri=True, check_same_thread=False)
     return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
 
 

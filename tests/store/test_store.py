@@ -1,9 +1,9 @@
-import contextlib
 import sqlite3
 
 import anyio
 import pytest
 import sqlite_utils
+from conftest import read_only
 
 from clawsdk.errors import StoreError
 from clawsdk.store import migrations
@@ -124,30 +124,6 @@ def _task():
 
     return Task(id="t", instruction="x")
 
-
-
-@contextlib.contextmanager
-def read_only(folder):
-    """The folder made read-only for real: a read-only bind mount as root (file modes do not bind root), else
-    its mode."""
-    import os
-    import subprocess
-
-    if os.geteuid() != 0:
-        folder.chmod(0o555)
-        try:
-            yield
-        finally:
-            folder.chmod(0o755)
-        return
-    mount = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
-    if mount.returncode != 0:
-        pytest.skip(f"cannot bind-mount here: {mount.stderr.decode().strip()}")
-    try:
-        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
-        yield
-    finally:
-        subprocess.run(["umount", "--lazy", str(folder)], check=True)  # even while a failed open holds a file
 
 
 def test_a_store_in_a_folder_it_cannot_write_is_read(tmp_path):

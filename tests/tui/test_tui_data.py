@@ -22,6 +22,20 @@ def test_reader_cannot_write(tmp_path):
     assert reader.runs()[0].total == 40
 
 
+
+def test_reader_reads_a_store_in_a_folder_that_cannot_be_written(tmp_path):
+    from conftest import read_only
+
+    db = tmp_path / "archive" / "store.db"
+    db.parent.mkdir()
+    small_store(db)
+    with read_only(db.parent):  # mode=ro alone: "unable to open database file" (SQLite makes the WAL's -shm)
+        reader = StoreReader(db)
+        assert reader.runs()[0].total == 40
+        with pytest.raises(sqlite3.OperationalError):
+            reader.conn.execute("DELETE FROM rollouts")
+        reader.close()
+
 def test_reader_refuses_what_is_not_a_store(tmp_path):
     with pytest.raises(FileNotFoundError, match="no clawsdk store"):
         StoreReader(tmp_path / "missing.db")

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawsdk.errors import StoreError
+from clawsdk.store.store import reader_uri
+
 ROLLOUT_COLUMNS = (
     "id",
     "run_id",
@@ -121,8 +124,12 @@ class StoreReader:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no clawsdk store at {self.path} (give --db PATH or set CLAWSDK_DB)")
-        # mode=ro: the viewer can never write, whatever the code below does.
-        uri = self.path.resolve().as_uri() + "?mode=ro"
+        # read-only (immutable in a folder that cannot be written): the viewer can never write, whatever the
+        # code below does
+        try:
+            uri = reader_uri(self.path)
+        except StoreError as e:
+            raise ValueError(f"{self.path}: {e}") from None
         self.conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=30)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA busy_timeout = 30000")
