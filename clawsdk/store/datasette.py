@@ -16,6 +16,8 @@ from typing import Any
 
 import sqlite_utils
 
+from clawsdk.store.store import PER_TASK_SQL
+
 __all__ = ["COLUMNS", "QUERIES", "TABLES", "column_comments", "metadata"]
 
 TABLES = {
@@ -60,12 +62,10 @@ QUERIES = {
                        "means over tasks of each task's scored samples (each task weighted 1); rollouts, "
                        "scored and passed count rollouts; unscored ones (infrastructure failures) are counted "
                        "apart, never as zeros.",
-        "sql": "WITH per_task AS (\n"
-               "  SELECT run_id, task_id, AVG(passed = 1) AS pass_rate, AVG(reward) AS reward\n"
-               "  FROM rollouts WHERE status = 'finished' AND scored = 1 GROUP BY run_id, task_id),\n"
+        "sql": f"WITH per_task AS ({PER_TASK_SQL}),\n"
                "per_run AS (\n"
-               "  SELECT run_id, COUNT(*) AS tasks_scored, ROUND(AVG(pass_rate), 3) AS pass_at_1,\n"
-               "         ROUND(AVG(reward), 3) AS mean_score FROM per_task GROUP BY run_id)\n"
+               "  SELECT run_id, COUNT(pass_rate) AS tasks_scored, ROUND(AVG(pass_rate), 3) AS pass_at_1,\n"
+               "         ROUND(AVG(mean_reward), 3) AS mean_score FROM per_task GROUP BY run_id)\n"
                "SELECT o.run_id, GROUP_CONCAT(DISTINCT o.agent) AS agent, COUNT(DISTINCT o.task_id) AS tasks,\n"
                "       p.tasks_scored, p.pass_at_1, p.mean_score, COUNT(*) AS rollouts,\n"
                "       SUM(o.scored = 1) AS scored, SUM(o.passed = 1) AS passed, SUM(o.scored = 0) AS unscored\n"

@@ -74,6 +74,17 @@ def dumps(value: Any) -> str:
         return printable(_encode(_finite(value)))
 
 
+#: Per run and task: its rollouts, how many finished, and of its finished scored samples how many passed, the
+#: share that passed (pass@1) and their mean reward. `clawsdk runs`, the TUI and the Datasette query take their
+#: per-task figures from this one definition (a mean over tasks, each weighted 1, as `clawsdk bench report`).
+PER_TASK_SQL = """SELECT run_id, task_id, COUNT(*) AS rollouts, SUM(status = 'finished') AS finished,
+       SUM(status = 'finished' AND scored = 1) AS scored,
+       SUM(status = 'finished' AND scored = 1 AND passed = 1) AS passed,
+       AVG(CASE WHEN status = 'finished' AND scored = 1 THEN passed = 1 END) AS pass_rate,
+       AVG(CASE WHEN status = 'finished' AND scored = 1 THEN reward END) AS mean_reward
+    FROM rollouts GROUP BY run_id, task_id"""
+
+
 def reader_uri(path: Path) -> str:
     """The URI a reader opens a store with: read-only, and immutable in a folder it cannot write (a read-only
     mount, an archive), where SQLite would otherwise make the WAL's shared-memory file beside it, and fail.
@@ -320,12 +331,7 @@ class Store:
         unscored (infrastructure failures, often on the hard tasks) counted less. `tasks` / `tasks_scored`:
         tasks with a rollout, and with a scored one."""
         return self.query(
-            """WITH per_task AS (
-                   SELECT run_id, task_id, COUNT(*) AS rollouts, SUM(status = 'finished') AS finished,
-                          SUM(passed = 1 AND scored = 1) AS passed, SUM(scored = 1) AS scored,
-                          AVG(CASE WHEN scored = 1 THEN passed = 1 END) AS pass_rate,
-                          AVG(CASE WHEN scored = 1 THEN reward END) AS mean_reward
-                   FROM rollouts GROUP BY run_id, task_id)
+            f"""WITH per_task AS ({PER_TASK_SQL})
                SELECT r.*, COALESCE(SUM(p.rollouts), 0) AS rollouts,
                       SUM(p.finished) AS finished,
                       SUM(p.passed) AS passed,

@@ -148,3 +148,34 @@ def test_the_pass_rate_query_is_per_task_as_clawsdk_runs_and_bench_report(tmp_pa
         (row,) = [dict(r) for r in c.execute(QUERIES["pass_rate_by_run"]["sql"])]
     assert (row["pass_at_1"], row["mean_score"], row["tasks"], row["tasks_scored"]) == (0.5, 0.5, 2, 2)
     assert (row["rollouts"], row["scored"], row["passed"], row["unscored"]) == (8, 5, 4, 3)
+
+
+def test_clawsdk_runs_the_tui_and_the_datasette_query_give_the_same_per_task_figures(tmp_path):
+    """One definition of a task's figures (PER_TASK_SQL): `clawsdk runs` counted a retrying attempt's score,
+    which the TUI and the Datasette query leave out (the rollout's score is its last attempt's)."""
+    import sqlite3
+
+    from clawsdk_tui.data import StoreReader
+
+    from clawsdk.store.datasette import QUERIES
+    from clawsdk.store.store import Store
+
+    db = tmp_path / "s.db"
+    with Store(db) as s:
+        s.upsert_run("r", status="running", agent="a")
+        ends = [("easy", "finished", True)] * 2 + [("hard", "finished", False), ("hard", "retrying", True)]
+        for i, (task, status, passed) in enumerate(ends):
+            s.start_rollout(rollout_id=f"x{i}", run_id="r", task_id=task, task_hash=task, sample=i, attempt=0,
+                            agent="a", model=None)
+            s.finish_rollout(rollout_id=f"x{i}", attempt=0, status=status, failure_kind="ok", scored=True,
+                             reward=float(passed), passed=passed, error=None, n_tool_calls=0, n_model_calls=0,
+                             duration_s=0.0)
+        (cli_row,) = s.runs()
+    with sqlite3.connect(db) as c:
+        c.row_factory = sqlite3.Row
+        (query_row,) = [dict(r) for r in c.execute(QUERIES["pass_rate_by_run"]["sql"])]
+    (tui_row,) = StoreReader(db).runs()
+    assert (cli_row["pass_rate"], cli_row["mean_reward"]) == (0.5, 0.5)
+    assert (query_row["pass_at_1"], query_row["mean_score"]) == (0.5, 0.5)
+    assert (tui_row.pass_rate, tui_row.mean_reward) == (0.5, 0.5)
+    assert (cli_row["scored"], cli_row["passed"], tui_row.scored, tui_row.passed) == (3, 2, 3, 2)

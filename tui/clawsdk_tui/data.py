@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.errors import StoreError
-from clawsdk.store.store import reader_uri
+from clawsdk.store.store import PER_TASK_SQL, reader_uri
 
 ROLLOUT_COLUMNS = (
     "id",
@@ -158,14 +158,8 @@ class StoreReader:
     # ---- runs ----------------------------------------------------------------------------
 
     def runs(self) -> list[RunSummary]:
-        # per_task is Store.runs' own, but for a rollout's last attempt only (finished): a retrying attempt's
-        # score is not the rollout's, and bench report counts it pending.
         rows = self._all(
-            """WITH per_task AS (
-                   SELECT run_id, task_id,
-                          AVG(CASE WHEN scored = 1 AND status = 'finished' THEN passed = 1 END) AS pass_rate,
-                          AVG(CASE WHEN scored = 1 AND status = 'finished' THEN reward END) AS mean_reward
-                   FROM rollouts GROUP BY run_id, task_id),
+            f"""WITH per_task AS ({PER_TASK_SQL}),
                per_run AS (
                    SELECT run_id, COUNT(*) AS tasks, COUNT(pass_rate) AS tasks_scored,
                           AVG(pass_rate) AS pass_rate, AVG(mean_reward) AS mean_reward
