@@ -8,9 +8,9 @@ import json
 import math
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 TASK_SCHEMA_VERSION = 1
 #: the most bytes one file or folder name may have (Linux, macOS)
@@ -181,15 +181,28 @@ class ToolCall(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+def _no_bool(value: Any) -> Any:
+    """YAML reads yes/no/on/off/true/false as booleans, and pydantic took True for 1: `timeout_s: yes` gave
+    every rollout one second, each ending charged to the agent as an agent_timeout."""
+    if isinstance(value, bool):
+        raise ValueError(f"is {str(value).lower()} where a number belongs (YAML reads yes/no/on/off as true/false)")
+    return value
+
+
+#: A number (or a whole number) in a task's or a verifier's settings: true/false are refused, not read as 1/0.
+Number = Annotated[float, BeforeValidator(_no_bool)]
+Count = Annotated[int, BeforeValidator(_no_bool)]
+
+
 class Limits(BaseModel):
     # inf and nan are refused: the store keeps a task as JSON, which has neither (a stored null made
     # `data select` fail for the whole store)
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    timeout_s: float = Field(600.0, gt=0, description="wall clock for the agent's whole run")
-    tool_timeout_s: float = Field(60.0, gt=0, description="one tool call")
-    verifier_timeout_s: float = Field(120.0, gt=0, description="the whole verification")
-    max_tool_calls: int = Field(200, gt=0)
+    timeout_s: Number = Field(600.0, gt=0, description="wall clock for the agent's whole run")
+    tool_timeout_s: Number = Field(60.0, gt=0, description="one tool call")
+    verifier_timeout_s: Number = Field(120.0, gt=0, description="the whole verification")
+    max_tool_calls: Count = Field(200, gt=0)
 
 
 class VerifierSpec(BaseModel):
@@ -199,7 +212,7 @@ class VerifierSpec(BaseModel):
 
     type: str = "checks"
     checks: list[dict[str, Any]] = Field(default_factory=list)
-    pass_threshold: float = Field(1.0, ge=0, le=1)
+    pass_threshold: Number = Field(1.0, ge=0, le=1)
 
     @model_validator(mode="after")
     def _finite(self) -> VerifierSpec:

@@ -17,6 +17,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, Va
 from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
 from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.model import Count, Number
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 class _Check(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str | None = None
-    weight: float = Field(1.0, ge=0)
+    weight: Number = Field(1.0, ge=0)
     #: the name of a check before this one: this one scores only once that one passes ("the inputs are
     #: unchanged" is worth something beside a deliverable, and nothing to an agent that did nothing)
     only_with: str | None = None
@@ -105,7 +106,7 @@ class Regex(_Check):
     type: Literal["regex"]
     path: str
     pattern: str
-    count: int = Field(1, ge=1)
+    count: Count = Field(1, ge=1)
     flags: str = ""
 
     _compiled: re.Pattern = PrivateAttr()
@@ -129,7 +130,7 @@ class JsonEquals(_Expected):
     expected: Any = None
     subset: bool = False
     ignore_order: bool = False
-    tolerance: float = Field(0.0, ge=0)
+    tolerance: Number = Field(0.0, ge=0)
 
     @model_validator(mode="after")
     def _one(self) -> JsonEquals:
@@ -143,7 +144,7 @@ class CsvEquals(_Expected):
     path: str
     expected: list[list[Any]] | None = None
     ignore_row_order: bool = False
-    tolerance: float = Field(0.0, ge=0)
+    tolerance: Number = Field(0.0, ge=0)
 
     @model_validator(mode="after")
     def _one(self) -> CsvEquals:
@@ -156,9 +157,9 @@ class Command(_Check):
     run: str
     #: runs the agent's code before the hidden files exist; its stdout is `run`'s stdin
     agent_run: str | None = None
-    expect_exit: int = 0
+    expect_exit: Count = 0
     score_from_stdout: bool = False
-    timeout_s: float | None = Field(None, gt=0)
+    timeout_s: Number | None = Field(None, gt=0)
 
 
 Check = Annotated[

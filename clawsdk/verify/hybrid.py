@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from clawsdk.errors import VerifierError
-from clawsdk.tasks.model import VerifierSpec
+from clawsdk.tasks.model import Number, VerifierSpec
 from clawsdk.verify.rubric import JudgeMissing
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
@@ -41,7 +41,7 @@ class Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = None
-    weight: float = Field(ge=0)
+    weight: Number = Field(ge=0)
     gate: bool = False
     verifier: dict[str, Any]
 
@@ -52,8 +52,8 @@ class HybridSpec(BaseModel):
     type: str = "hybrid"
     parts: list[Part] = Field(min_length=1)
     gate: bool = False
-    pass_threshold: float = Field(1.0, ge=0, le=1)
-    untouched_score_max: float | None = Field(None, ge=0, le=1)
+    pass_threshold: Number = Field(1.0, ge=0, le=1)
+    untouched_score_max: Number | None = Field(None, ge=0, le=1)
     checks: list = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clawsdk._text import printable
 from clawsdk.errors import ClawError, ContextOverflow, FileTooLarge, VerifierError
-from clawsdk.tasks.model import VerifierSpec
+from clawsdk.tasks.model import Count, Number, VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -60,7 +60,7 @@ class Rule(BaseModel):
     file_path: str | list[str] | None = None
     scores: dict[str, str] = Field(default_factory=dict)
     description: str = ""
-    weight: float = Field(1.0, ge=0)
+    weight: Number = Field(1.0, ge=0)
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -119,13 +119,13 @@ class RubricSpec(BaseModel):
     judge: str | None = None  # BACKEND[:MODEL]; default $CLAWSDK_JUDGE
     judge_options: dict[str, Any] = Field(default_factory=dict)
     include_transcript: bool = False
-    max_file_chars: int = Field(12_000, gt=0)
-    max_total_chars: int = Field(60_000, gt=0)
-    retries: int = Field(2, ge=0)
-    max_tokens: int = Field(1500, gt=0)
-    judge_timeout_s: float = Field(120.0, gt=0)
-    pass_threshold: float = Field(1.0, ge=0, le=1)
-    untouched_score_max: float | None = Field(None, ge=0, le=1)
+    max_file_chars: Count = Field(12_000, gt=0)
+    max_total_chars: Count = Field(60_000, gt=0)
+    retries: Count = Field(2, ge=0)
+    max_tokens: Count = Field(1500, gt=0)
+    judge_timeout_s: Number = Field(120.0, gt=0)
+    pass_threshold: Number = Field(1.0, ge=0, le=1)
+    untouched_score_max: Number | None = Field(None, ge=0, le=1)
     checks: list = Field(default_factory=list)
 
     @model_validator(mode="after")
