@@ -325,6 +325,7 @@ class LocalChatModel(Model):
             with state.mutex:
                 if not state.pending:
                     state.serving = False
+                    state.batch = None  # nothing of the last batch stays alive between generations
                     return
             batch = state.batch = Batch(state, state.take(self.max_batch))
             try:
@@ -334,6 +335,9 @@ class LocalChatModel(Model):
                         self._generate(batch)
             except Exception as e:  # noqa: BLE001 - handed to every waiter as a ModelError
                 log.exception("%s: generation failed", self.name)
+                # logged whole; the waiters get it without its traceback, whose frames hold the batch's key/value
+                # caches and logits (after CUDA ran out of memory, the next batch would find it still full)
+                e.__traceback__ = None
                 for r in batch.everyone():
                     if not r.answered:
                         r.error = e

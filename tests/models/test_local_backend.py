@@ -593,3 +593,30 @@ def test_models_load_without_the_hubs_kernels_unless_asked(tiny_checkpoint, monk
     assert not model.hf_model.use_kernels and not trained.use_kernels
     monkeypatch.setenv("USE_HUB_KERNELS", "1")
     assert _load_model(str(tiny_checkpoint), 1)[0].use_kernels
+
+
+def test_a_failed_generation_frees_what_it_held(tiny_checkpoint, monkeypatch):
+    """The waiters got the exception with its traceback, whose frames held the batch's caches and logits: after
+    CUDA ran out of memory, the next batch found the memory still taken."""
+    import logging
+    import weakref
+
+    import torch
+
+    from clawsdk.errors import ModelError
+
+    model = TransformersModel(str(tiny_checkpoint), threads=1)
+    model.load()
+    held: list = []
+
+    def generate(batch):
+        caches = torch.zeros(1024)  # what a real batch holds in its frame when it fails
+        held.append(weakref.ref(caches))
+        raise RuntimeError("CUDA out of memory")
+
+    model._generate = generate
+    # the failure is logged with its traceback; pytest's log capture keeps every record (a console does not)
+    monkeypatch.setattr(logging.getLogger("clawsdk_plugins.local_engine"), "propagate", False)
+    with pytest.raises(ModelError, match="CUDA out of memory"):
+        anyio.run(lambda: model.chat(MESSAGES, None, max_tokens=4, timeout_s=30))
+    assert held and held[0]() is None
