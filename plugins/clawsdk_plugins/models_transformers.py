@@ -241,7 +241,8 @@ class TransformersModel(LocalChatModel):
                     batch.answer(r)
                 state.step(picked)
                 if not self._plain_layers:  # caches that cannot sit side by side: the rows that ended leave
-                    state = state.select(stay)
+                    if len(stay) < len(state.rows):  # selecting copies every layer's cache: only when one left
+                        state = state.select(stay)
                     continue
                 for b in reversed(range(len(state.rows))):
                     if b not in stay:
