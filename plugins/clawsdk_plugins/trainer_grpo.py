@@ -209,6 +209,8 @@ class TrlGrpoTrainer:
                 concurrency=o["concurrency"],
                 retries=1,
             )
+            # and nothing kept from them stays in memory through the optimizer step (up to PREFIX_BYTES on the GPU)
+            getattr(policy, "prefixes", {}).clear()
             self.runs.append(run_id)
             eos = trainer.processing_class.eos_token_id
             out: dict[str, list] = {
