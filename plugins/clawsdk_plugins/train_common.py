@@ -91,16 +91,28 @@ def free_memory() -> int:
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES"))
 
 
-def plan_step(setting: Any, config: Any, rows: int, length: int, split: bool = True) -> tuple[int, bool, str]:
+def state_bytes(model: Any, lora: bool) -> int:
+    """What the model takes on the GPU once the trainer moves it there, which free GPU memory read before then
+    still counts as free: float32 weights, their gradients and AdamW's two moments (16 bytes a parameter),
+    or a frozen bfloat16 LoRA base (its adapters are small). Nothing on the CPU, whose RAM already holds it."""
+    if _device() != "cuda" or next(model.parameters()).is_cuda:
+        return 0
+    n = sum(p.numel() for p in model.parameters())
+    return n * (2 if lora else 16)
+
+
+def plan_step(setting: Any, config: Any, rows: int, length: int, split: bool = True,
+              reserved: int = 0) -> tuple[int, bool, str]:
     """How to run one optimizer step of `rows` sequences of up to `length` tokens: (micro-batch, activation
     checkpointing, why). The micro-batch is the largest divisor of `rows` whose activations fit in half
     the free memory (gradient accumulation makes up the rest, the same step), and checkpointing
     (about 20% slower, far less memory) comes on, with `auto`, only when one micro-batch still does
     not fit; `split=False` keeps the whole batch together. True or false decides checkpointing. Without
-    this, 4 x 2.5k-token conversations got SmolLM2-135M killed for memory on a 24 GB machine."""
+    this, 4 x 2.5k-token conversations got SmolLM2-135M killed for memory on a 24 GB machine. `reserved`:
+    bytes the model will take that the free memory still counts (`state_bytes`)."""
     if isinstance(setting, str) and setting.lower() != "auto":
         setting = setting.lower() in ("1", "true", "yes", "on")
-    budget, gb = free_memory() // 2, 1 << 30
+    budget, gb = max(0, free_memory() - reserved) // 2, 1 << 30
     fits = [m for m in range(rows, 0, -1) if rows % m == 0 and activation_bytes(config, m, length) <= budget]
     micro = (fits[0] if fits else 1) if split else rows
     need = activation_bytes(config, micro, length)

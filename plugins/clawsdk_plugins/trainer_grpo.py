@@ -25,6 +25,7 @@ from clawsdk_plugins.train_common import (
     checkpointing_arg,
     plan_step,
     resolve_base,
+    state_bytes,
 )
 
 log = logging.getLogger(__name__)
@@ -296,7 +297,7 @@ class TrlGrpoTrainer:
         longest = max(len(json.dumps(r["prompt"])) // 3 for r in rows) + o["max_tokens"] * o["max_turns"]
         # TRL lines a step's rows up with its groups: the batch stays whole, checkpointing saves the memory
         _, checkpointing, why = plan_step(o["checkpointing"], model.config, g * o["tasks_per_step"], longest,
-                                          split=False)
+                                          split=False, reserved=state_bytes(model, o["lora"]))
         log.info("trl-grpo: activation checkpointing %s (%s)", "on" if checkpointing else "off", why)
         args = GRPOConfig(
             output_dir=str(stage / "trainer"),

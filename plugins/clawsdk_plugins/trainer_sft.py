@@ -26,6 +26,7 @@ from clawsdk_plugins.train_common import (
     checkpointing_arg,
     plan_step,
     resolve_base,
+    state_bytes,
 )
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,8 @@ class TrlSftTrainer:
         ds = datasets.Dataset.from_dict(cols)
         cuda = _device() == "cuda"
         longest = max(len(x) for x in cols["input_ids"])
-        micro, checkpointing, why = plan_step(o["checkpointing"], model.config, o["batch_size"], longest)
+        micro, checkpointing, why = plan_step(o["checkpointing"], model.config, o["batch_size"], longest,
+                                              reserved=state_bytes(model, o["lora"]))
         log.info("trl-sft: batch %d as micro-batches of %d, activation checkpointing %s (%s)", o["batch_size"],
                  micro, "on" if checkpointing else "off", why)
         args = SFTConfig(

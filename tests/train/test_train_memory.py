@@ -83,3 +83,20 @@ def test_on_cuda_the_weights_that_train_stay_float32_and_a_frozen_lora_base_is_b
     lora, _ = train_common._load_model(str(tiny_model), 1, lora=True)
     assert {p.dtype for p in full.parameters()} == {torch.float32}
     assert {p.dtype for p in lora.parameters()} == {torch.bfloat16}
+
+
+def test_on_cuda_the_plan_leaves_room_for_the_weights_and_optimizer_state_it_does_not_see_yet(tiny_model, monkeypatch):
+    """Free GPU memory is read while the model is still on the CPU: its float32 weights, gradients and AdamW
+    moments (16 bytes a parameter; a 7B model's 112 GB) were counted as room for activations."""
+    monkeypatch.setattr(train_common, "_device", lambda: "cuda")
+    model, _ = train_common._load_model(str(tiny_model), 1)
+    n = sum(p.numel() for p in model.parameters())
+    assert train_common.state_bytes(model, lora=False) == 16 * n
+    lora, _ = train_common._load_model(str(tiny_model), 1, lora=True)
+    assert train_common.state_bytes(lora, lora=True) == 2 * n
+    monkeypatch.setattr(train_common, "free_memory", lambda: 100 * GB)
+    monkeypatch.setattr(train_common, "activation_bytes", lambda config, rows, length: rows * 10 * GB)
+    assert plan_step("auto", SMOLLM2, 4, 2500)[0] == 4  # 4 x 10 GB fits half of 100 GB
+    assert plan_step("auto", SMOLLM2, 4, 2500, reserved=40 * GB)[0] == 2  # half of the 60 GB left: 2 x 10 GB
+    monkeypatch.setattr(train_common, "_device", lambda: "cpu")
+    assert train_common.state_bytes(model, lora=False) == 0  # RAM already holds it
