@@ -3,12 +3,12 @@ import sqlite3
 import anyio
 import pytest
 import sqlite_utils
-from conftest import read_only
 
 from clawsdk.errors import StoreError
 from clawsdk.store import migrations
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
+from tests.mounts import read_only
 
 
 def test_migrates_from_blank_and_records_each_migration(db):

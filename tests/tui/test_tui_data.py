@@ -24,7 +24,7 @@ def test_reader_cannot_write(tmp_path):
 
 
 def test_reader_reads_a_store_in_a_folder_that_cannot_be_written(tmp_path):
-    from conftest import read_only
+    from tests.mounts import read_only
 
     db = tmp_path / "archive" / "store.db"
     db.parent.mkdir()
