@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 MAX_OCCURRENCES = 2000
+#: the most steps (days, weeks, months or years) one recurrence is expanded by: a step may give no date (the
+#: 29th of February in a common year), and a rule whose steps never reach its COUNT (FREQ=YEARLY;COUNT=1999 from
+#: a 29th of February passes year 9999 first) looped forever on the event loop every rollout shares
+MAX_STEPS = 50_000
 DAYS = {"MO": 0, "TU": 1, "WE": 2, "TH": 3, "FR": 4, "SA": 5, "SU": 6}
 
 
@@ -158,8 +162,14 @@ def parse_duration(v: str) -> dt.timedelta:
     return sign * dt.timedelta(weeks=w, days=d, hours=h, minutes=mi, seconds=s)
 
 
+class _Overflow(Exception):
+    """A recurrence step past the last (or before the first) date Python can hold: nothing comes after it."""
+
+
 def _add_months(d: dt.datetime | dt.date, months: int):
     y, m = divmod(d.month - 1 + months, 12)
+    if not dt.MINYEAR <= d.year + y <= dt.MAXYEAR:
+        raise _Overflow
     try:
         return d.replace(year=d.year + y, month=m + 1)
     except ValueError:
@@ -174,6 +184,8 @@ def occurrences(ev: Event, until: dt.datetime | dt.date):
     r = ev.rrule
     freq = r.get("FREQ", "").upper()
     interval = int(r.get("INTERVAL", "1") or 1)
+    if interval < 1:
+        raise ICSError(f"event {ev.uid!r}: RRULE INTERVAL={interval} is not a positive whole number")
     count = int(r["COUNT"]) if "COUNT" in r else None
     rule_until = None
     if "UNTIL" in r:
@@ -182,23 +194,26 @@ def occurrences(ev: Event, until: dt.datetime | dt.date):
     bydays = [DAYS[d[-2:]] for d in r.get("BYDAY", "").split(",") if d[-2:] in DAYS]
     n = 0
     emitted = 0
-    while emitted < MAX_OCCURRENCES:
-        if freq == "DAILY":
-            cands = [ev.start + dt.timedelta(days=n * interval)]
-        elif freq == "WEEKLY":
-            week0 = ev.start - dt.timedelta(days=ev.start.weekday())
-            base = week0 + dt.timedelta(weeks=n * interval)
-            cands = sorted(base + dt.timedelta(days=d) for d in (bydays or [ev.start.weekday()]))
-            cands = [c for c in cands if c >= ev.start]
-        elif freq == "MONTHLY":
-            c = _add_months(ev.start, n * interval)
-            cands = [c] if c else []
-        elif freq == "YEARLY":
-            c = _add_months(ev.start, 12 * n * interval)
-            cands = [c] if c else []
-        else:
-            yield ev.start
-            return
+    while emitted < MAX_OCCURRENCES and n < MAX_STEPS:
+        try:
+            if freq == "DAILY":
+                cands = [ev.start + dt.timedelta(days=n * interval)]
+            elif freq == "WEEKLY":
+                week0 = ev.start - dt.timedelta(days=ev.start.weekday())
+                base = week0 + dt.timedelta(weeks=n * interval)
+                cands = sorted(base + dt.timedelta(days=d) for d in (bydays or [ev.start.weekday()]))
+                cands = [c for c in cands if c >= ev.start]
+            elif freq == "MONTHLY":
+                c = _add_months(ev.start, n * interval)
+                cands = [c] if c else []
+            elif freq == "YEARLY":
+                c = _add_months(ev.start, 12 * n * interval)
+                cands = [c] if c else []
+            else:
+                yield ev.start
+                return
+        except (_Overflow, OverflowError):
+            return  # past year 9999: no later date exists
         for c in cands:
             if _after(c, until) or (rule_until is not None and _after(c, rule_until)):
                 return

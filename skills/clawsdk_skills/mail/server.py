@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import email
+import email.parser
 import email.policy
 import email.utils
 import html
@@ -16,12 +17,22 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
+from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import tool_errors, truncate
+from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.sandbox.paths import normalize_relative
 from clawsdk_skills._common import config, pack_server
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
+
+
+#: the most bytes of messages mail_list and mail_search read in one call, all files together: they run in the
+#: runner's process, and 150 sparse 16 MiB .eml files (no disk used) put 2.4 GB in its memory for 15 s
+MAX_MAILBOX_BYTES = 64 * 2**20
+#: the most of one message parsed as its header block (sorting and filtering need no more)
+MAX_HEADER_BYTES = 256 * 2**10
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
 
 
 class MessageSummary(BaseModel):
@@ -89,6 +100,15 @@ def _date(msg: email.message.Message) -> dt.datetime | None:
     return d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc)
 
 
+def headers_of(data: bytes) -> email.message.Message:
+    """The header block of a message (up to its first blank line, at most MAX_HEADER_BYTES), body left out."""
+    head = data[:MAX_HEADER_BYTES]
+    blank = _BLANK_LINE.search(head)
+    if blank:
+        head = head[:blank.start()]
+    return email.parser.BytesHeaderParser(policy=email.policy.default).parsebytes(head)
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "message"
 
@@ -117,22 +137,41 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         data = await sandbox.read_capped(join(base, mid))
         return email.message_from_bytes(data, policy=email.policy.default)
 
-    async def messages(folder: str | None) -> list[tuple[str, email.message.Message]]:
+    async def messages(folder: str | None, tool: str) -> list[tuple[str, bytes, email.message.Message]]:
+        """(id, raw bytes, header block) of each message, oldest first; at most MAX_MAILBOX_BYTES read in all."""
         base = await root()
         where = join(base, folder) if folder else base
         try:
             entries = await sandbox.list(where, recursive=folder is None)
         except (FileNotFoundError, NotADirectoryError) as e:
             raise ToolError(f"no mail folder {folder!r} in the mailbox {base!r}") from e
-        out = []
-        for e in entries:
-            if e.is_dir or not e.path.endswith(".eml"):
-                continue
+        emls = [e for e in entries if not e.is_dir and e.path.endswith(".eml")]
+        for e in emls:
+            if e.size > MAX_READ_BYTES:
+                raise FileTooLarge(e.path, e.size, MAX_READ_BYTES)
+        cap = f"{MAX_MAILBOX_BYTES / 2**20:g} MiB"
+
+        def over(size: int) -> ToolError:
+            return ToolError(f"{tool}: the mail folder {where!r} holds {len(emls)} messages of {size / 2**20:.1f} "
+                             f"MiB, over the {cap} {tool} reads in one call; give a smaller folder, move large "
+                             "messages out of it (exec: ls -lS), or read one message with mail_read")
+
+        listed = sum(e.size for e in emls)
+        if listed > MAX_MAILBOX_BYTES:  # refused before reading any of it
+            raise over(listed)
+        out, spent = [], 0
+        for e in emls:
             mid = e.path if base == "." else e.path[len(base) + 1:]
             data = await sandbox.read_capped(e.path)
-            out.append((mid, email.message_from_bytes(data, policy=email.policy.default)))
-        out.sort(key=lambda x: (_date(x[1]) or dt.datetime.min.replace(tzinfo=dt.timezone.utc), x[0]))
+            spent += len(data)
+            if spent > MAX_MAILBOX_BYTES:  # the messages grew since they were listed
+                raise over(spent)
+            out.append((mid, data, headers_of(data)))
+        out.sort(key=lambda x: (_date(x[2]) or dt.datetime.min.replace(tzinfo=dt.timezone.utc), x[0]))
         return out
+
+    def parsed(data: bytes) -> email.message.Message:
+        return email.message_from_bytes(data, policy=email.policy.default)
 
     def summary(mid: str, msg: email.message.Message) -> MessageSummary:
         body, att = body_of(msg)
@@ -145,9 +184,10 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     @tool_errors
     async def mail_list(folder: str = "inbox", offset: int = 0, limit: int = 50) -> MessageList:
         """The messages of a mailbox folder (inbox, drafts, outbox, sent, ...), oldest first."""
-        msgs = await messages(folder)
+        msgs = await messages(folder, "mail_list")
         page = msgs[max(offset, 0): max(offset, 0) + max(1, min(limit, 200))]
-        return MessageList(folder=folder, messages=[summary(m, x) for m, x in page], total=len(msgs))
+        return MessageList(folder=folder, messages=[summary(m, parsed(data)) for m, data, _ in page],
+                           total=len(msgs))
 
     @srv.tool()
     @tool_errors
@@ -171,16 +211,17 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         hi = (dt.datetime.fromisoformat(until[:10]) + dt.timedelta(days=1)).replace(tzinfo=dt.timezone.utc) \
             if until else None
         hits = []
-        for mid, msg in await messages(folder):
+        for mid, data, head in await messages(folder, "mail_search"):
+            if sender and sender.lower() not in str(head.get("From", "")).lower():
+                continue
+            if recipient and recipient.lower() not in (str(head.get("To", "")) + str(head.get("Cc", ""))).lower():
+                continue
+            d = _date(head)
+            if (lo and (d is None or d < lo)) or (hi and (d is None or d >= hi)):
+                continue
+            msg = parsed(data)  # the body only for messages the header filters kept
             body, _ = body_of(msg)
             if query and query.lower() not in (str(msg.get("Subject", "")) + "\n" + body).lower():
-                continue
-            if sender and sender.lower() not in str(msg.get("From", "")).lower():
-                continue
-            if recipient and recipient.lower() not in (str(msg.get("To", "")) + str(msg.get("Cc", ""))).lower():
-                continue
-            d = _date(msg)
-            if (lo and (d is None or d < lo)) or (hi and (d is None or d >= hi)):
                 continue
             hits.append(summary(mid, msg))
         return MessageList(folder=folder or "(all)", messages=hits[: max(1, limit)], total=len(hits))
