@@ -8,6 +8,7 @@ the task that owns the rollout.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import reprlib
@@ -84,6 +85,32 @@ class ToolResult:
     text: str
     is_error: bool = False
     structured: Any = None
+
+
+#: the most characters of one tool's result the agent reads and the store records (its `tool_result` event):
+#: every tool is subject to it, whatever its own limits. A spreadsheet tool once answered 147.7 MB, sent
+#: whole to the agent and written as one event. Past it the text is cut with a note saying how much was
+#: left out, and the structured content is dropped (it holds the same data, and could not be cut as JSON).
+#: 1 MiB is four times exec's output limit (DEFAULT_OUTPUT_LIMIT), so no tool's ordinary answer is cut.
+MAX_RESULT_CHARS = 1024 * 1024
+
+
+def bounded_result(text: str, structured: Any) -> tuple[str, Any]:
+    """(text, structured) within MAX_RESULT_CHARS: the text cut with a note, structured content over it
+    (as JSON) dropped; what fits is returned as it is."""
+    if len(text) > MAX_RESULT_CHARS:
+        left = len(text) - MAX_RESULT_CHARS
+        note = (f"\n[tool result cut: showing {MAX_RESULT_CHARS:,} of {len(text):,} characters, {left:,} left "
+                "out (the most one result may hold); ask for less: a narrower query, a range, fewer rows]")
+        return text[:MAX_RESULT_CHARS] + note, None
+    if structured is not None:
+        try:
+            size = len(json.dumps(structured, ensure_ascii=False, default=str))
+        except (TypeError, ValueError, RecursionError):
+            size = 0  # not JSON-like: left as before
+        if size > MAX_RESULT_CHARS:
+            return text, None
+    return text, structured
 
 
 def _text_of(result: Any) -> str:
@@ -179,8 +206,8 @@ class ToolSession:
             return ToolResult(f"tool {name!r} did not answer within {self.limits.tool_timeout_s:g} s",
                               is_error=True)
         # a listed name that is not UTF-8 holds a lone surrogate: no model request could carry it
-        text = printable(_text_of(raw))
-        structured = printable_data(raw.structured_content)
+        text, structured = bounded_result(_text_of(raw), raw.structured_content)
+        text, structured = printable(text), printable_data(structured)
         if structured == {"result": text}:  # a plain-text tool: the text says it all
             structured = None
         return ToolResult(text, bool(raw.is_error), structured)

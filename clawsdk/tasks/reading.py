@@ -359,8 +359,10 @@ MAX_EXPANDED_VALUES = 1_000_000
 
 
 def expanded_size(value: Any, stop: int = MAX_EXPANDED_VALUES) -> int:
-    """How many values `value` holds once every shared (aliased) part is counted each time it appears."""
+    """How many values `value` holds once every shared (aliased) part is counted each time it appears; more
+    than `stop` for a structure that contains itself (YAML's `&a [*a]`), which never ends written out."""
     sizes: dict[int, int] = {}
+    open_: set[int] = set()  # on the path being walked: met again below itself, it contains itself
     stack: list[tuple[Any, bool]] = [(value, False)]
     while stack:
         v, done = stack.pop()
@@ -370,7 +372,11 @@ def expanded_size(value: Any, stop: int = MAX_EXPANDED_VALUES) -> int:
         if done:
             total = 1 + sum(sizes.get(id(k), 1) if isinstance(k, (dict, list)) else 1 for k in kids)
             sizes[id(v)] = min(total, stop + 1)
+            open_.discard(id(v))
             continue
+        if id(v) in open_:
+            return stop + 1
+        open_.add(id(v))
         stack.append((v, True))
         stack.extend((k, False) for k in kids if isinstance(k, (dict, list)) and id(k) not in sizes)
     return sizes.get(id(value), 1)

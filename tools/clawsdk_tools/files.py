@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
 from clawsdk.rematch import in_process
+from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.sandbox.paths import normalize_relative
 from clawsdk_tools.patch import PatchError, apply_hunks, parse_patch
 
@@ -259,6 +260,14 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
             raise ToolError(f"old_text not found in {path}")
         if count > 1 and not replace_all:
             raise ToolError(f"old_text occurs {count} times in {path}; add context to make it unique or set replace_all")
+        n = count if replace_all else 1
+        # the size of the result before making it: 16 MiB of 'a', old_text 'a' and 300 characters of new_text
+        # made a 4.8 GB string in the runner's process. A file the tools could not read back is refused.
+        size = len(text.encode("utf-8")) + n * (len(new_text.encode("utf-8")) - len(old_text.encode("utf-8")))
+        if size > MAX_READ_BYTES:
+            raise ToolError(f"the edit would make {path} {size / 2**20:.1f} MiB ({n} replacement(s)), over the "
+                            f"{MAX_READ_BYTES / 2**20:g} MiB the file tools read of one file; nothing was changed. "
+                            "Edit fewer occurrences, or build the file with exec")
         text = text.replace(old_text, new_text) if replace_all else text.replace(old_text, new_text, 1)
         await sandbox.write(path, text.encode("utf-8"))
         return f"replaced {count if replace_all else 1} occurrence(s) in {path}"

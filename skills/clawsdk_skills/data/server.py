@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import yaml
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
+from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import tool_errors, truncate
+from clawsdk.tasks.reading import MAX_EXPANDED_VALUES, expanded_size
 from clawsdk_skills._common import ext, pack_server
 from clawsdk_skills.data.query import QueryError, fmt_path, parent_of, parse_query, select
 
@@ -18,6 +21,10 @@ if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
 
 YAML_EXT = (".yaml", ".yml")
+#: the largest YAML file the skill parses. PyYAML's loader is pure Python (a few seconds per MiB at worst, a
+#: flat 16 MiB list took 113 s and 2.6 GB); JSON, parsed in C, may be as large as the sandbox reads
+#: (MAX_READ_BYTES, 16 MiB)
+MAX_YAML_BYTES = 1024 * 1024
 
 
 class Match(BaseModel):
@@ -55,11 +62,33 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     srv = pack_server(__file__)
 
     async def load(path: str) -> Any:
-        text = (await sandbox.read_capped(path)).decode("utf-8-sig")
+        """The document, parsed in a worker thread so that the event loop every rollout shares keeps running.
+        Aliases (`*name`) that expand past a million values, or a structure that contains itself, are refused:
+        a 634-byte "billion laughs" file held the event loop 69 s and 5.8 GB once written out."""
+        kind = _kind(path)
         try:
-            return json.loads(text) if _kind(path) == "json" else yaml.safe_load(text)
+            data = await sandbox.read_capped(path, MAX_YAML_BYTES if kind == "yaml" else None)
+        except FileTooLarge as e:
+            if kind != "yaml":
+                raise
+            raise ToolError(f"{path} is {e.size / 2**20:.1f} MiB; the data skill parses YAML files of up to "
+                            f"{MAX_YAML_BYTES / 2**20:g} MiB (YAML parsing is slow): look into it with exec "
+                            "(head, grep, or python)") from e
+        text = data.decode("utf-8-sig")
+
+        def parse() -> Any:
+            return json.loads(text) if kind == "json" else yaml.safe_load(text)
+
+        try:
+            doc = await anyio.to_thread.run_sync(parse, abandon_on_cancel=True)
         except (json.JSONDecodeError, yaml.YAMLError) as e:
-            raise ToolError(f"{path} is not valid {_kind(path).upper()}: {e}") from e
+            raise ToolError(f"{path} is not valid {kind.upper()}: {e}") from e
+        except RecursionError:
+            raise ToolError(f"{path} is nested too deep for the data skill: look into it with exec") from None
+        if expanded_size(doc) > MAX_EXPANDED_VALUES:
+            raise ToolError(f"{path}: its aliases (*name) expand to more than {MAX_EXPANDED_VALUES:,} values, or a "
+                            "part of it contains itself; the data skill would write it all out: use exec")
+        return doc
 
     async def save(path: str, doc: Any) -> None:
         if _kind(path) == "json":
