@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import tool_errors, truncate
+from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.tasks.reading import MAX_EXPANDED_VALUES, expanded_size
 from clawsdk_skills._common import ext, pack_server
 from clawsdk_skills.data.query import QueryError, fmt_path, parent_of, parse_query, select
@@ -71,6 +72,8 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         except FileTooLarge as e:
             if kind != "yaml":
                 raise
+            if e.size > MAX_READ_BYTES:  # over what any tool reads: said as every tool says it
+                raise FileTooLarge(path, e.size, MAX_READ_BYTES) from None
             raise ToolError(f"{path} is {e.size / 2**20:.1f} MiB; the data skill parses YAML files of up to "
                             f"{MAX_YAML_BYTES / 2**20:g} MiB (YAML parsing is slow): look into it with exec "
                             "(head, grep, or python)") from e
