@@ -20,6 +20,16 @@ if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
 
 MAX_ROWS = 500
+#: what one call reads of a sheet: the XLSX's declared dimension is the file's word, not its cells (openpyxl's
+#: read-only mode padded every row up to <dimension ref="A1:XFD1048576"/>, 16,384 columns by a million rows,
+#: from a 1.5 KB file: 100 s and 5.6 GB in the runner), and a CSV of a few MiB of commas is as wide
+MAX_SHEET_ROWS = 100_000
+MAX_COLUMNS = 1_000
+#: cells looked at, padding included (openpyxl still pads a row up to its last cell)
+MAX_SCANNED_CELLS = 20_000_000
+#: characters of cell values one result holds, and of one cell when a single row is over that
+MAX_RESULT_CHARS = 200_000
+MAX_CELL_CHARS = 1_000
 Cell = str | int | float | bool | None
 
 
@@ -28,6 +38,7 @@ class SheetInfo(BaseModel):
     rows: int
     columns: int
     header: list[Cell]
+    note: str | None = None
 
 
 class SheetList(BaseModel):
@@ -80,20 +91,98 @@ def _delimiter(path: str) -> str:
     return "\t" if ext(path) in (".tsv", ".tab") else ","
 
 
-async def load(sandbox: Sandbox, path: str) -> dict[str, list[list[Cell]]]:
-    """Every sheet of the file as rows of cells."""
+def _bounded(raw_rows: Any, convert: Any, trim: bool) -> tuple[list[list[Cell]], str | None]:
+    """Rows as lists of cells, read up to the caps, and a note naming the cap that cut them."""
+    rows: list[list[Cell]] = []
+    scanned = 0
+    wide = False
+    note = None
+    for raw in raw_rows:
+        if len(rows) >= MAX_SHEET_ROWS:
+            note = f"cut at {MAX_SHEET_ROWS:,} rows, the most this skill reads of a sheet"
+            break
+        scanned += len(raw) + 1
+        if scanned > MAX_SCANNED_CELLS:
+            note = (f"cut at {len(rows):,} rows: the sheet's rows span over {MAX_SCANNED_CELLS:,} cells, the most "
+                    "this skill reads of a sheet")
+            break
+        if len(raw) > MAX_COLUMNS:
+            raw = raw[:MAX_COLUMNS]
+            wide = True
+        row = [convert(c) for c in raw]
+        if trim:
+            while row and row[-1] is None:
+                row.pop()
+        rows.append(row)
+    if wide:
+        cols = f"cut to the first {MAX_COLUMNS:,} columns, the most this skill reads"
+        note = f"{note}; {cols}" if note else cols
+    return rows, note
+
+
+def _pad(rows: list[list[Cell]]) -> list[list[Cell]]:
+    """XLSX rows padded to the widest row actually present (the used range), when that stays small."""
+    width = max((len(r) for r in rows), default=0)
+    if width * len(rows) > MAX_SCANNED_CELLS // 4:
+        return rows
+    return [r + [None] * (width - len(r)) if len(r) < width else r for r in rows]
+
+
+async def load_noted(sandbox: Sandbox, path: str) -> tuple[dict[str, list[list[Cell]]], dict[str, str]]:
+    """Every sheet of the file as rows of cells, read up to the caps, and for each sheet cut, a note saying so."""
     data = await sandbox.read_capped(path)
+    notes: dict[str, str] = {}
     if ext(path) in (".xlsx", ".xlsm"):
         wb = _workbook(data, path, data_only=True, read_only=True)
         try:
-            return {ws.title: [[_cell(c) for c in row] for row in ws.iter_rows(values_only=True)]
-                    for ws in wb.worksheets}
+            sheets = {}
+            for ws in wb.worksheets:
+                if hasattr(ws, "reset_dimensions"):
+                    ws.reset_dimensions()  # the cells present say how large the sheet is, not <dimension>
+                rows, note = _bounded(ws.iter_rows(values_only=True), _cell, trim=True)
+                sheets[ws.title] = _pad(rows)
+                if note:
+                    notes[ws.title] = note
+            return sheets, notes
         finally:
             wb.close()
     if ext(path) not in (".csv", ".tsv", ".tab", ".txt"):
         raise ToolError(f"{path}: not a spreadsheet this skill reads (CSV, TSV, XLSX)")
     text = data.decode("utf-8-sig", "replace")
-    return {"Sheet1": [list(r) for r in csv.reader(io.StringIO(text), delimiter=_delimiter(path))]}
+    rows, note = _bounded(csv.reader(io.StringIO(text), delimiter=_delimiter(path)), lambda c: c, trim=False)
+    return {"Sheet1": rows}, ({"Sheet1": note} if note else {})
+
+
+async def load(sandbox: Sandbox, path: str) -> dict[str, list[list[Cell]]]:
+    """Every sheet of the file as rows of cells (read up to the caps; `load_noted` says which were cut)."""
+    return (await load_noted(sandbox, path))[0]
+
+
+def _short(v: Cell, limit: int = MAX_CELL_CHARS) -> Cell:
+    return v[:limit] + "...[cut]" if isinstance(v, str) and len(v) > limit else v
+
+
+def _size(row: list[Cell]) -> int:
+    return sum(len(c) if isinstance(c, str) else 6 for c in row) + len(row) + 2
+
+
+def _fit(head: list[Cell], rows: list[list[Cell]]) -> tuple[list[Cell], list[list[Cell]], bool]:
+    """The header and as many rows as fit in MAX_RESULT_CHARS (long cells shortened if even one row does not)."""
+    cut = False
+    if _size(head) > MAX_RESULT_CHARS // 2:
+        head, cut = [_short(c) for c in head], True
+    left = MAX_RESULT_CHARS - _size(head)
+    out: list[list[Cell]] = []
+    for r in rows:
+        n = _size(r)
+        if n > left:
+            if out:
+                return head, out, True
+            r, cut = [_short(c, max(20, min(MAX_CELL_CHARS, left // max(len(r), 1)))) for c in r], True
+            n = _size(r)
+        out.append(r)
+        left -= n
+    return head, out, cut
 
 
 def pick(sheets: dict[str, list[list[Cell]]], sheet: str | None, path: str) -> list[list[Cell]]:
@@ -201,23 +290,33 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     @tool_errors
     async def sheet_list(path: str) -> SheetList:
         """The sheets of a spreadsheet file with their row and column counts and header row."""
-        sheets = await load(sandbox, path)
-        return SheetList(path=path, sheets=[
-            SheetInfo(name=n, rows=len(r), columns=max((len(x) for x in r), default=0), header=r[0] if r else [])
-            for n, r in sheets.items()])
+        sheets, notes = await load_noted(sandbox, path)
+        infos = []
+        for n, r in sheets.items():
+            head, _, cut = _fit(r[0] if r else [], [])
+            note = "; ".join(x for x in (notes.get(n), "header cells shortened" if cut else None) if x) or None
+            infos.append(SheetInfo(name=n, rows=len(r), columns=max((len(x) for x in r), default=0), header=head,
+                                   note=note))
+        return SheetList(path=path, sheets=infos)
 
     @srv.tool()
     @tool_errors
     async def sheet_read(path: str, sheet: str | None = None, offset: int = 0, limit: int = 100,
                          header: bool = True) -> SheetData:
         """Rows of a sheet. header: the first row names the columns. offset/limit page the data rows."""
-        rows = pick(await load(sandbox, path), sheet, path)
+        sheets, notes = await load_noted(sandbox, path)
+        rows = pick(sheets, sheet, path)
+        cut = notes.get(sheet if sheet is not None else next(iter(sheets), ""))
         head, body = (rows[0] if rows else [], rows[1:]) if header else ([], rows)
         lim = max(1, min(limit, MAX_ROWS))
-        page = body[max(offset, 0): max(offset, 0) + lim]
+        head, page, shortened = _fit(head, body[max(offset, 0): max(offset, 0) + lim])
         rest = len(body) - max(offset, 0) - len(page)
-        note = f"{rest} more rows; read with offset={max(offset, 0) + len(page)}" if rest > 0 else None
-        return SheetData(header=head, rows=page, total_rows=len(body), note=note)
+        parts = [f"the sheet was {cut}"] if cut else []
+        if shortened:
+            parts.append(f"the result is cut at about {MAX_RESULT_CHARS:,} characters (long cells shortened)")
+        if rest > 0:
+            parts.append(f"{rest} more rows; read with offset={max(offset, 0) + len(page)}")
+        return SheetData(header=head, rows=page, total_rows=len(body), note="; ".join(parts) or None)
 
     @srv.tool()
     @tool_errors
@@ -227,7 +326,9 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                           sort_by: list[str] | None = None, descending: bool = False,
                           limit: int = 100) -> SheetData:
         """Filter, group, aggregate and sort a sheet whose first row is the header."""
-        rows = pick(await load(sandbox, path), sheet, path)
+        sheets, notes = await load_noted(sandbox, path)
+        rows = pick(sheets, sheet, path)
+        cut = notes.get(sheet if sheet is not None else next(iter(sheets), ""))
         if not rows:
             return SheetData(header=[], rows=[], total_rows=0, note="the sheet is empty")
         head, body = rows[0], rows[1:]
@@ -261,8 +362,13 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                                      else str(r[i] or "")), reverse=descending)
         total = len(body)
         lim = max(1, min(limit, MAX_ROWS))
-        note = f"showing {lim} of {total} rows; raise limit (at most {MAX_ROWS}) or filter" if total > lim else None
-        return SheetData(header=head, rows=body[:lim], total_rows=total, note=note)
+        head, shown, shortened = _fit(head, body[:lim])
+        parts = [f"the sheet was {cut}; these rows come from what was read"] if cut else []
+        if shortened:
+            parts.append(f"the result is cut at about {MAX_RESULT_CHARS:,} characters (long cells shortened)")
+        if total > len(shown):
+            parts.append(f"showing {len(shown)} of {total} rows; raise limit (at most {MAX_ROWS}) or filter")
+        return SheetData(header=head, rows=shown, total_rows=total, note="; ".join(parts) or None)
 
     @srv.tool()
     @tool_errors
@@ -278,8 +384,13 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     async def sheet_update(path: str, cell: str, value: Cell, sheet: str | None = None) -> str:
         """Set one cell, in A1 notation (A1 is the first cell of the header row)."""
         row, col = _cell_ref(cell)
-        sheets = await load(sandbox, path)
+        if row < 1 or row > MAX_SHEET_ROWS or col > 16_384:
+            raise ToolError(f"cell {cell!r} is outside the {MAX_SHEET_ROWS:,} rows and 16,384 columns this tool edits")
+        sheets, notes = await load_noted(sandbox, path)
         name = sheet or next(iter(sheets), "Sheet1")
+        if name in notes:  # the sheet is written back whole: a part would lose the rest
+            raise ToolError(f"{path}: cannot update the sheet {name!r}: it was {notes[name]}, and this tool "
+                            "rewrites the whole sheet; edit it with exec (python) instead")
         rows = [list(r) for r in pick(sheets, sheet, path)] if sheets else []
         while len(rows) < row:
             rows.append([])
