@@ -197,10 +197,10 @@ def select(pool: Sequence[Task], options: BuildOptions, *, measurements: Measure
 
     # 4. near-duplicates within the pool: the more discriminating (earlier) one stays
     if options.dedup_pool:
-        dups = pool_duplicates([(c.task.hash, c.task.instruction) for c in cands], options.near_duplicate)
+        dups = pool_duplicates([c.task for c in cands], options.near_duplicate)
         by_hash = {c.task.hash: c.task for c in cands}
-        for h, (kept_hash, sim) in dups.items():
-            drop(by_hash[h], "pool_near_duplicate", f"Jaccard {sim:.2f} with task {by_hash[kept_hash].id!r}")
+        for h, (kept_id, detail) in dups.items():
+            drop(by_hash[h], "pool_near_duplicate", f"{detail} as task {kept_id!r}")
         cands = [c for c in cands if c.task.hash not in dups]
 
     # 5./6. flaky verifiers and validation

@@ -294,18 +294,19 @@ def read_training(paths: Iterable[str | Path]) -> TrainingSet:
     return ts
 
 
-def pool_duplicates(items: list[tuple[str, str]], threshold: float = DEFAULT_THRESHOLD) -> dict[str, tuple[str, float]]:
-    """Within a pool of (key, instruction), the later near-duplicates of earlier items: key -> (kept, sim)."""
+def pool_duplicates(tasks: list[Any], threshold: float = DEFAULT_THRESHOLD) -> dict[str, tuple[str, str]]:
+    """Within a pool, the later near-duplicates of earlier tasks, judged as `TrainingSet.near_duplicate` judges
+    them (by content; by instruction only where the content cannot tell): hash -> (the kept task's id, what
+    they share). By instruction alone, 515 of 600 distinct procedural tasks were dropped: a family words its
+    tasks alike."""
     kept = TrainingSet()
-    kept_keys: list[str] = []
-    out: dict[str, tuple[str, float]] = {}
-    for key, text in items:
-        sim, which = kept.nearest(text)
-        if which is not None and sim >= threshold:
-            out[key] = (kept_keys[which], sim)
+    out: dict[str, tuple[str, str]] = {}
+    for t in tasks:
+        m = kept.near_duplicate(t, threshold)
+        if m is not None:
+            out[t.hash] = (m.other, m.detail)
             continue
-        if kept.add(instruction=text):
-            kept_keys.append(key)
+        kept.add_task(t)
     return out
 
 

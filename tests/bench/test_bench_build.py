@@ -319,3 +319,20 @@ def test_a_fifo_given_as_the_manifest_is_refused_not_waited_on(tmp_path, capsys)
         load_manifest(fifo)
     code, err = _bench_run_cli(fifo, tmp_path, capsys)
     assert code == 2 and "not a regular file" in err, err
+
+
+def test_a_pool_of_one_family_keeps_its_distinct_tasks_and_drops_a_reworded_copy():
+    """Pool near-duplicates were judged by instruction alone: a procedural family words its tasks alike, and
+    515 of 600 distinct procedural tasks were dropped. Content decides where there is content."""
+    from clawsdk.synth.families import resolve_families
+    from clawsdk.synth.procedural import generate
+
+    pool = list(generate(resolve_families(["mail-contacts"]), 30, seed=1))
+    first = pool[0]
+    copy = first.model_copy(update={"id": "reworded", "instruction": "Please do this for me: " + first.instruction[::-1]})
+    r = select([*pool, copy], opts(band=None))
+    (d,) = r.dropped  # one of the two, whichever the build's order puts second
+    assert d.reason == "pool_near_duplicate" and d.id in ("reworded", first.id), d
+    kept = "reworded" if d.id == first.id else first.id
+    assert d.detail.startswith("the same hidden files") and d.detail.endswith(f"as task {kept!r}"), d.detail
+    assert len(r.manifest.tasks) == 30

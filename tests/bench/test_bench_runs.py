@@ -135,8 +135,10 @@ def test_build_drops_a_task_whose_verifier_fails_validation(tmp_path):
     from clawsdk.bench.build import runtime_checks
 
     ok = load_task(make_task(tmp_path, "ok"))
+    # passes untouched; its own reference solution (the same one as ok's would make it ok's near-duplicate)
     trivial = load_task(make_task(tmp_path, "trivial", instruction="Make sure the status file says done.",
-                                  workspace={"done.txt": "done\n"}))  # passes untouched
+                                  workspace={"done.txt": "done\n"},
+                                  steps=[{"tool": "write", "args": {"path": "done.txt", "content": "done, as before\n"}}]))
     r = select([ok, trivial], BuildOptions(name="v", version="1", band=None),
                checks=runtime_checks(validate=True, reverify=2))
     assert [t.id for t in r.manifest.tasks] == ["ok"]
