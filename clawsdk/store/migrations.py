@@ -167,6 +167,9 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
             continue
         db.conn.execute("BEGIN IMMEDIATE")
         try:
+            if name in applied(db):  # another process creating the same store applied it while this one waited
+                db.conn.execute("COMMIT")
+                continue
             fn(db)
             db.execute(
                 "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",

@@ -106,6 +106,21 @@ def _connect(path: Path, readonly: bool) -> sqlite3.Connection:
     return sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
 
 
+def _journal_wal(conn: sqlite3.Connection) -> None:
+    """WAL mode, waiting for the lock as any write does. Switching takes a lock that SQLite does not wait for (no
+    busy handler): two processes creating one store at once (two `serve` or `proxy` on one run) had one fail with
+    "database is locked"."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 class Store:
     """A connection to the store file. Safe for many readers and one writer across processes."""
 
@@ -122,7 +137,7 @@ class Store:
             conn = _connect(self.path, readonly)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             if not readonly:
-                conn.execute("PRAGMA journal_mode = WAL")
+                _journal_wal(conn)
             # In WAL mode NORMAL loses no committed transaction on a process kill, only on power loss.
             conn.execute("PRAGMA synchronous = NORMAL")
             self.db = sqlite_utils.Database(conn)

@@ -159,3 +159,27 @@ def test_a_store_copied_with_its_write_ahead_log_into_such_a_folder_is_refused_n
     keep.close()
     with read_only(copy), pytest.raises(StoreError, match="write-ahead log .*copy both to a writable folder"):
         Store(copy / "runs.db", readonly=True)
+
+
+def test_processes_creating_one_store_at_once_all_open_it(tmp_path):
+    """Two `serve` or `proxy` processes on one new store: one failed at start, with "database is locked" (the
+    switch to WAL does not wait for the lock) or a UNIQUE constraint on _migrations (both applied a migration)."""
+    import subprocess
+    import sys
+    import time
+
+    child = ("import os, sys, time\n"
+             "from clawsdk.store.store import Store\n"
+             "while not os.path.exists(sys.argv[2]): time.sleep(0.001)\n"
+             "Store(sys.argv[1]).close()\n")
+    for round_ in range(6):
+        path, go = tmp_path / f"s{round_}.db", tmp_path / f"go{round_}"
+        procs = [subprocess.Popen([sys.executable, "-c", child, str(path), str(go)], stderr=subprocess.PIPE,
+                                  text=True) for _ in range(4)]
+        time.sleep(0.5)  # all of them waiting at the start line
+        go.touch()
+        errors = [p.communicate(timeout=60)[1] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 4, errors
+        with sqlite3.connect(path) as c:
+            names = [r[0] for r in c.execute("SELECT name FROM _migrations")]
+        assert len(names) == len(set(names)) == len(migrations.MIGRATIONS)
