@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-import zipfile
 import zlib
 
 import anyio
@@ -21,6 +20,7 @@ import pytest
 import clawsdk_skills
 from clawsdk.tasks.model import File
 from tests.conftest import loop_ticks
+from tests.skills.test_skill_read_cap import zipped
 from tests.tools.conftest import connected, task_with, text
 
 # a regression hangs in C code (pypdf, openpyxl, re) that no signal interrupts: the thread method fails it
@@ -120,11 +120,7 @@ def sparse_xlsx(dimension: str, cells: list[tuple[str, str]]) -> bytes:
         f'xmlns="{ns}spreadsheetml/2006/main"><dimension ref="{dimension}"/><sheetData>{sheet_data}</sheetData>'
         '</worksheet>',
     }
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, body in parts.items():
-            z.writestr(name, body)
-    return buf.getvalue()
+    return zipped(parts)
 
 
 def test_an_xlsx_whose_declared_dimension_lies_is_read_by_its_cells_and_capped():
