@@ -69,6 +69,38 @@ async def in_process(function: str, *args):
                 await proc.wait()
 
 
+
+async def search_lines(rx, texts, limit: int, *, timeout_s: float, batch_bytes: int) -> list[str]:
+    """`path:line:text` for the lines of `texts` ((path, bytes), an async iterable) that `rx` matches, up to
+    `limit`, matched `batch_bytes` at a time in a child process (`in_process`). TimeoutError, with a message for
+    the agent, when the pattern is still matching after `timeout_s` (grep and doc_search share this)."""
+    import anyio
+
+    out: list[str] = []
+    batch: list[tuple[str, bytes]] = []
+
+    async def match() -> None:
+        out.extend(await in_process("match_lines", rx.pattern, rx.flags, batch, limit - len(out)))
+        batch.clear()
+
+    with anyio.move_on_after(timeout_s) as scope:
+        size = 0
+        async for item in texts:
+            batch.append(item)
+            size += len(item[1])
+            if size >= batch_bytes:
+                await match()
+                size = 0
+                if len(out) >= limit:
+                    break
+        if batch and len(out) < limit:
+            await match()
+    if scope.cancelled_caught:
+        raise TimeoutError(f"the pattern was still matching after {timeout_s:g} s and was stopped (a nested "
+                           "repetition such as (a+)+ can backtrack without end); simplify it or narrow the path")
+    return out
+
+
 if __name__ == "__main__":
     name, arguments = pickle.load(sys.stdin.buffer)
     sys.stdout.buffer.write(pickle.dumps(FUNCTIONS[name](*arguments)))

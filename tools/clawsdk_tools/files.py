@@ -18,7 +18,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
-from clawsdk.rematch import in_process
+from clawsdk.rematch import search_lines
 from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.sandbox.paths import normalize_relative
 from clawsdk_tools.patch import PatchError, apply_hunks, parse_patch
@@ -370,29 +370,10 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
                 except (OSError, ValueError):  # a symlink out or a vanished file: skip it, keep searching
                     continue
 
-        out: list[str] = []
-        batch: list[tuple[str, bytes]] = []
-
-        async def match() -> None:
-            out.extend(await in_process("match_lines", rx.pattern, rx.flags, batch, MAX_MATCHES - len(out)))
-            batch.clear()
-
-        with anyio.move_on_after(GREP_TIMEOUT_S) as scope:
-            size = 0
-            async for item in texts():
-                batch.append(item)
-                size += len(item[1])
-                if size >= GREP_BATCH_BYTES:
-                    await match()
-                    size = 0
-                    if len(out) >= MAX_MATCHES:
-                        break
-            if batch and len(out) < MAX_MATCHES:
-                await match()
-        if scope.cancelled_caught:
-            raise ToolError(f"the pattern was still matching after {GREP_TIMEOUT_S:g} s and was stopped (a "
-                            "nested repetition such as (a+)+ can backtrack without end); simplify it or "
-                            "narrow the path")
+        try:
+            out = await search_lines(rx, texts(), MAX_MATCHES, timeout_s=GREP_TIMEOUT_S, batch_bytes=GREP_BATCH_BYTES)
+        except TimeoutError as e:
+            raise ToolError(str(e)) from None
         if len(out) >= MAX_MATCHES:
             out.append(f"[stopped at {MAX_MATCHES} matches; narrow the pattern or the path]")
         return truncate("\n".join(out)) if out else "(no match)"

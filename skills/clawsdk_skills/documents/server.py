@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 from xml.sax.saxutils import escape
 
-import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
@@ -352,31 +351,12 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
             targets = [e.path for e in await sandbox.list(path, recursive=True)
                        if not e.is_dir and ext(e.path) in DOC_EXT]  # one over the read cap: 'not searched'
         limit = max(max_matches, 1)
-        hits: list[str] = []
         skipped: list[str] = []
         partly: list[str] = []
         budget = PdfBudget()  # one for the call: many large PDFs cost no more than one
-        batch: list[tuple[str, bytes]] = []
-        size = 0
 
-        async def match() -> None:
-            # the agent's pattern runs in a process of its own (clawsdk.rematch), killed at the deadline:
-            # (a+)+$ against a line of a's backtracks for hours, and this loop is every rollout's
-            found = await rematch.in_process("match_lines", rx.pattern, rx.flags, batch, limit - len(hits))
-            names = [t for t, _ in batch]
-            for h in found:  # path:line:text, the text cut to 300 characters as before
-                t = next((t for t in names if h.startswith(t + ":")), None)
-                if t is None:
-                    hits.append(h)
-                    continue
-                n, _, line = h[len(t) + 1:].partition(":")
-                hits.append(f"{t}:{n}:{line[:300]}")
-            batch.clear()
-
-        with anyio.move_on_after(SEARCH_TIMEOUT_S) as scope:
+        async def texts():
             for t in targets:
-                if len(hits) >= limit:
-                    break
                 try:
                     text, cut = await document(sandbox, t, 1, budget)
                 except (ToolError, FileTooLarge) as e:
@@ -385,17 +365,23 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                 if cut:
                     partly.append(f"{t} {cut.strip('[]')}")
                 # the matcher skips what looks binary; a NUL in extracted text is no reason to
-                batch.append((t, text.replace("\x00", " ").encode("utf-8", "replace")))
-                size += len(batch[-1][1])
-                if size >= SEARCH_BATCH_BYTES:
-                    await match()
-                    size = 0
-            if batch and len(hits) < limit:
-                await match()
-        if scope.cancelled_caught:
-            raise ToolError(f"the pattern was still matching after {SEARCH_TIMEOUT_S:g} s and was stopped (a "
-                            "nested repetition such as (a+)+ can backtrack without end); simplify it or "
-                            "narrow the path")
+                yield t, text.replace("\x00", " ").encode("utf-8", "replace")
+
+        # the agent's pattern runs in a process of its own, killed at the deadline: (a+)+$ against a line of a's
+        # backtracks for hours, and this loop is every rollout's
+        try:
+            found = await rematch.search_lines(rx, texts(), limit, timeout_s=SEARCH_TIMEOUT_S,
+                                               batch_bytes=SEARCH_BATCH_BYTES)
+        except TimeoutError as e:
+            raise ToolError(str(e)) from None
+        hits: list[str] = []
+        for h in found:  # path:line:text, the text cut to 300 characters as before
+            t = next((t for t in targets if h.startswith(t + ":")), None)
+            if t is None:
+                hits.append(h)
+                continue
+            n, _, line = h[len(t) + 1:].partition(":")
+            hits.append(f"{t}:{n}:{line[:300]}")
         if len(hits) >= limit:
             hits = hits[:limit] + [f"[stopped at {limit} matches]"]
         out = "\n".join(hits) if hits else "(no match)"
