@@ -80,7 +80,8 @@ async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
         try:
             await box.start(task)
             if task.solution:
-                async with ToolSession.open(tool_servers(task, box, registry), recorder, task.limits) as tools:
+                async with ToolSession.open(tool_servers(task, box, registry), recorder, task.limits, sandbox=box,
+                                            task=task) as tools:
                     with anyio.fail_after(task.limits.timeout_s):
                         await OracleAgent().run(AgentContext(task=task, tools=tools, recorder=recorder))
             snapshot = {e.path: await box.read(e.path) for e in await box.list(".", recursive=True) if not e.is_dir}

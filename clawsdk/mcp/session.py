@@ -8,13 +8,12 @@ the task that owns the rollout.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import reprlib
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -22,9 +21,12 @@ from mcp import Client
 
 from clawsdk._text import printable, printable_data
 from clawsdk.errors import AgentError, SandboxError
+from clawsdk.mcp.toolhost.boundary import HOSTED_SEPARATOR, Boundary
+from clawsdk.mcp.toolkit import bounded_result
 from clawsdk.models.prompt import FINISH_TOOL
 from clawsdk.runtime.recorder import Recorder
-from clawsdk.tasks.model import Limits, ToolPolicy
+from clawsdk.sandbox.toolruntime import ServerRef
+from clawsdk.tasks.model import Limits, McpServer, Task, ToolPolicy
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,8 @@ class ToolSpec:
     input_schema: dict[str, Any]
     server: str
     remote_name: str
+    #: the process behind the sandbox's boundary that runs the tool (clawsdk.mcp.toolhost); None: this one
+    host: Any = field(default=None, compare=False, repr=False)
 
     def openai(self) -> dict[str, Any]:
         """The tool in OpenAI's function-calling shape."""
@@ -87,38 +91,37 @@ class ToolResult:
     structured: Any = None
 
 
-#: the most characters of one tool's result the agent reads and the store records (its `tool_result` event):
-#: every tool is subject to it, whatever its own limits. A spreadsheet tool once answered 147.7 MB, sent
-#: whole to the agent and written as one event. Past it the text is cut with a note saying how much was
-#: left out, and the structured content is dropped (it holds the same data, and could not be cut as JSON).
-#: 1 MiB is four times exec's output limit (DEFAULT_OUTPUT_LIMIT), so no tool's ordinary answer is cut.
-MAX_RESULT_CHARS = 1024 * 1024
-
-
-def bounded_result(text: str, structured: Any) -> tuple[str, Any]:
-    """(text, structured) within MAX_RESULT_CHARS: the text cut with a note, structured content over it
-    (as JSON) dropped; what fits is returned as it is."""
-    if len(text) > MAX_RESULT_CHARS:
-        left = len(text) - MAX_RESULT_CHARS
-        note = (f"\n[tool result cut: showing {MAX_RESULT_CHARS:,} of {len(text):,} characters, {left:,} left "
-                "out (the most one result may hold); ask for less: a narrower query, a range, fewer rows]")
-        return text[:MAX_RESULT_CHARS] + note, None
-    if structured is not None:
-        try:
-            size = len(json.dumps(structured, ensure_ascii=False, default=str))
-        except (TypeError, ValueError, RecursionError):
-            size = 0  # not JSON-like: left as before
-        if size > MAX_RESULT_CHARS:
-            return text, None
-    return text, structured
-
-
 def _text_of(result: Any) -> str:
     parts = []
     for item in result.content or []:
         text = getattr(item, "text", None)
         parts.append(text if text is not None else f"[{getattr(item, 'type', 'content')}]")
     return "\n".join(parts)
+
+
+@dataclass
+class ToolSource:
+    """One MCP server of a task's tools, as the rollout gets it.
+
+    `server` is built in the runner, bound to the sandbox: it lists the tools, and runs those of them its
+    `host_tools` names (clawsdk.mcp.toolkit.ToolServer; byte-level file tools). Every other tool runs behind
+    the sandbox's boundary, in the tool host, which imports the server from `ref`. A `command` source is a
+    stdio MCP server started inside the sandbox (a task's `mcp_servers`, a skill pack that declares one)."""
+
+    name: str
+    server: Any = None
+    ref: ServerRef | None = None
+    command: McpServer | None = None
+    #: {skill_dir} in `command`: the skill's folder (a skill pack's own server)
+    skill: str | None = None
+    #: every tool runs in this process (a server handed to ToolSession.open as a (name, server) pair)
+    in_process: bool = False
+
+    def host_tools(self) -> frozenset[str] | None:
+        """The tools that run in the runner; None: all of them."""
+        if self.in_process:
+            return None
+        return frozenset(getattr(self.server, "host_tools", ()) or ())
 
 
 class ToolSession:
@@ -129,6 +132,8 @@ class ToolSession:
         self.limits = limits
         self.clients: dict[str, Client] = {}
         self.specs: dict[str, ToolSpec] = {}
+        #: server name -> its instructions, for servers with no client here (inside the sandbox)
+        self._instructions: dict[str, str] = {}
         #: the rollout's sandbox: a call after which it reports a failure ends the rollout as sandbox_error
         self.sandbox: Any = None
         #: set once the agent called `finish`; later calls are refused
@@ -137,32 +142,56 @@ class ToolSession:
     @classmethod
     @contextlib.asynccontextmanager
     async def open(
-        cls, servers: list[tuple[str, Any]], recorder: Recorder, limits: Limits | None = None,
-        policy: ToolPolicy | None = None, sandbox: Any = None,
+        cls, servers: list[tuple[str, Any] | ToolSource], recorder: Recorder, limits: Limits | None = None,
+        policy: ToolPolicy | None = None, sandbox: Any = None, task: Task | None = None,
     ) -> AsyncIterator[ToolSession]:
-        """Connect to each (name, server) in order; a later tool whose name is taken becomes SERVER__NAME.
+        """Connect to each server in order; a later tool whose name is taken becomes SERVER__NAME.
 
-        `policy` (the task's tool_policy) leaves out the tools it does not allow (clawsdk.tasks.policy)."""
+        A (name, server) pair runs all its tools in this process (a test, a benchmark, a server you trust); a
+        ToolSource runs behind `sandbox`'s boundary whatever its server does not declare safe to run here
+        (clawsdk.mcp.toolhost). `policy` (the task's tool_policy) leaves out the tools it does not allow."""
         from clawsdk.tasks.policy import tool_allowed
 
         session = cls(recorder, limits or Limits())
         session.sandbox = sandbox
+        sources = [s if isinstance(s, ToolSource) else ToolSource(name=s[0], server=s[1], in_process=True)
+                   for s in servers]
         async with contextlib.AsyncExitStack() as stack:
-            for server_name, server in servers:
-                client = await stack.enter_async_context(Client(server))
-                session.clients[server_name] = client
-                listed = await client.list_tools()
-                for tool in listed.tools:
-                    if not tool_allowed(policy, tool.name, server_name):
-                        continue
-                    name = tool.name if tool.name not in session.specs else f"{server_name}__{tool.name}"
-                    session.specs[name] = ToolSpec(
-                        name=name,
-                        description=tool.description or "",
-                        input_schema=dict(tool.input_schema or {}),
-                        server=server_name,
-                        remote_name=tool.name,
-                    )
+            tg = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tg.cancel_scope.cancel)  # the tool hosts inside the sandbox stop with the session
+            boundary = Boundary(session, sandbox, task, tg) if sandbox is not None else None
+
+            def add(server_name: str, tool: Any, host: Any = None, remote: str | None = None) -> None:
+                if not tool_allowed(policy, tool.name, server_name):
+                    return
+                name = tool.name if tool.name not in session.specs else f"{server_name}__{tool.name}"
+                session.specs[name] = ToolSpec(name=name, description=tool.description or "",
+                                               input_schema=dict(tool.input_schema or {}), server=server_name,
+                                               remote_name=remote or tool.name, host=host)
+
+            for src in sources:
+                if src.command is not None:
+                    if boundary is None:
+                        raise SandboxError(f"tool server {src.name!r} runs inside a sandbox; none was given")
+                    host = boundary.command_host(src)
+                    for tool in await host.list_tools():
+                        add(src.name, tool, host)
+                    # a skill pack's SKILL.md speaks for its server; a task's server speaks for itself
+                    said = getattr(src.server, "instructions", None) or host.instructions
+                    if said:
+                        session._instructions[src.name] = said
+                    continue
+                client = await stack.enter_async_context(Client(src.server))
+                session.clients[src.name] = client
+                here = src.host_tools()
+                for tool in (await client.list_tools()).tools:
+                    if here is None or tool.name in here:
+                        add(src.name, tool)
+                    else:
+                        if boundary is None:
+                            raise SandboxError(f"tool {tool.name!r} of {src.name!r} runs behind a sandbox's "
+                                               "boundary; none was given")
+                        add(src.name, tool, boundary.hosted(src), f"{src.name}{HOSTED_SEPARATOR}{tool.name}")
             yield session
 
     def tools(self) -> list[ToolSpec]:
@@ -170,7 +199,8 @@ class ToolSession:
 
     def instructions(self) -> dict[str, str]:
         """Each server's instructions (a skill's SKILL.md text), for the agent's system prompt."""
-        return {name: c.instructions for name, c in self.clients.items() if c.instructions}
+        found = {name: c.instructions for name, c in self.clients.items() if c.instructions}
+        return found | self._instructions
 
     def offers_finish(self) -> bool:
         """Whether `finish` is the core's (a task's own tool of that name takes precedence)."""
@@ -197,7 +227,10 @@ class ToolSession:
         # a little past the tool's own timeout, so a tool that honours it can report first
         with anyio.move_on_after(self.limits.tool_timeout_s + 5) as scope:
             try:
-                raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
+                if spec.host is not None:  # behind the boundary: a timeout or a crash there is a tool error
+                    raw = await spec.host.call_tool(spec.remote_name, args, public=name)
+                else:
+                    raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
             except Exception as e:  # tool errors come back as results; an exception is a broken server
                 await self.recorder.record("error", {"kind": "sandbox_error", "message": f"{e}"})
                 raise SandboxError(f"tool server {spec.server!r} failed during {name}: "
@@ -206,7 +239,7 @@ class ToolSession:
             return ToolResult(f"tool {name!r} did not answer within {self.limits.tool_timeout_s:g} s",
                               is_error=True)
         # a listed name that is not UTF-8 holds a lone surrogate: no model request could carry it
-        text, structured = bounded_result(_text_of(raw), raw.structured_content)
+        text, structured = bounded_result(_text_of(raw), raw.structured_content, self.limits.tool_output_chars)
         text, structured = printable(text), printable_data(structured)
         if structured == {"result": text}:  # a plain-text tool: the text says it all
             structured = None

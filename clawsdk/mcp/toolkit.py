@@ -8,10 +8,11 @@ domain tools whose `instructions` are the SKILL.md body.
 from __future__ import annotations
 
 import functools
+import json
 import inspect
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,14 +44,21 @@ class ToolServer(MCPServer):
     cost more than the rest of a short rollout together; here a tool made from the same code,
     defaults and options reuses the first one's metadata with the new function.
 
+    `host_tools` names the tools that may run in the runner (see the attribute); the others run inside the
+    sandbox, in a process that imports the server's factory there.
+
     The SDK's constructor calls `logging.basicConfig` at its `log_level`, INFO unless told: in a
     program that configured no logging (a script calling `run_sync`), the first tool server of a
     run turned the whole process up to INFO, and every tool call an agent got wrong was printed
     (tool errors are the agent's, and are recorded as events). WARNING is Python's own default.
     """
 
-    def __init__(self, *args: Any, log_level: str = "WARNING", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, log_level: str = "WARNING", host_tools: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, log_level=log_level, **kwargs)
+        #: the tools that may run in the runner's process. Every other tool of the server runs behind the
+        #: sandbox's boundary (clawsdk.mcp.toolhost): name here only tools that move bytes through the sandbox's
+        #: file API or run commands through its exec, and never parse what the agent wrote.
+        self.host_tools = frozenset(host_tools)
 
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, title: str | None = None,
                  description: str | None = None, annotations: Any = None, icons: Any = None,
@@ -79,6 +87,36 @@ class ToolServer(MCPServer):
 def _returns_text(fn: Callable) -> bool:
     ret = getattr(fn, "__annotations__", {}).get("return")
     return ret is str or ret == "str"
+
+
+#: the most characters of one tool's result the agent reads and the store records (its `tool_result` event):
+#: every tool is subject to it, whatever its own limits. A spreadsheet tool once answered 147.7 MB, sent
+#: whole to the agent and written as one event. Past it the text is cut with a note saying how much was
+#: left out, and the structured content is dropped (it holds the same data, and could not be cut as JSON).
+#: 1 MiB is four times exec's output limit (DEFAULT_OUTPUT_LIMIT), so no tool's ordinary answer is cut.
+MAX_RESULT_CHARS = 1024 * 1024
+
+
+def bounded_result(text: str, structured: Any, limit: int = MAX_RESULT_CHARS) -> tuple[str, Any]:
+    """(text, structured) within `limit` characters: the text cut with a note (the two within `limit`),
+    structured content over it (as JSON) dropped; what fits is returned as it is."""
+    if len(text) > limit:
+        # the note counts: a result cut once is within the limit, so a second cut (the tool host's, then the
+        # session's) leaves it as it is
+        for kept in (limit - 200, limit - 400):
+            note = (f"\n[tool result cut: showing {kept:,} of {len(text):,} characters, {len(text) - kept:,} "
+                    "left out (the most one result may hold); ask for less: a narrower query, a range, fewer rows]")
+            if kept + len(note) <= limit:
+                break
+        return text[:kept] + note, None
+    if structured is not None:
+        try:
+            size = len(json.dumps(structured, ensure_ascii=False, default=str))
+        except (TypeError, ValueError, RecursionError):
+            size = 0  # not JSON-like: left as before
+        if size > limit:
+            return text, None
+    return text, structured
 
 
 def tool_errors(fn: Callable) -> Callable:

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierError, VerifierTimeout
-from clawsdk.mcp.session import ToolSession, ToolSpec
+from clawsdk.mcp.session import ToolSession, ToolSource, ToolSpec
 from clawsdk.runtime.agent import AgentContext
 from clawsdk.runtime.recorder import Recorder
+from clawsdk.sandbox.toolruntime import server_ref
 from clawsdk.verify.verdict import Verdict, VerifyContext
 
 if TYPE_CHECKING:
@@ -67,9 +68,21 @@ def first_leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[tuple[str, Any]]:
-    """The MCP servers of the task's tools, bound to its sandbox."""
-    return [(name, registry.get("skills", name)(sandbox, task)) for name in task.tools]
+def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[ToolSource]:
+    """The MCP servers of the task's tools, bound to its sandbox: its skills, then its own `mcp_servers`.
+
+    A skill pack that declares a stdio server (SKILL.md `metadata.clawsdk.mcp`) is started inside the
+    sandbox; any other is built here (it lists the tools), and runs its tools behind the boundary."""
+    sources = []
+    for name in task.tools:
+        factory = registry.get("skills", name)
+        command = getattr(factory, "mcp_command", None)
+        if command is not None:
+            sources.append(ToolSource(name=name, server=factory(sandbox, task), command=command, skill=name))
+        else:
+            sources.append(ToolSource(name=name, server=factory(sandbox, task), ref=server_ref(factory)))
+    sources += [ToolSource(name=name, command=spec) for name, spec in task.mcp_servers.items()]
+    return sources
 
 
 async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Registry,
@@ -124,7 +137,7 @@ async def list_tools(task: Task, registry: Registry) -> tuple[list[ToolSpec], di
     await sandbox.start(task.model_copy(update={"workspace": []}))
     try:
         async with ToolSession.open(tool_servers(task, sandbox, registry), Recorder(None, "listing"), task.limits,
-                                    task.tool_policy, sandbox=sandbox) as session:
+                                    task.tool_policy, sandbox=sandbox, task=task) as session:
             return session.tools(), session.instructions()
     finally:
         await sandbox.close()
@@ -152,7 +165,8 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         except Exception as e:
             raise SandboxError(f"sandbox failed to start: {type(e).__name__}: {e}") from e
         servers = tool_servers(task, sandbox, registry)
-        async with ToolSession.open(servers, recorder, task.limits, task.tool_policy, sandbox=sandbox) as tools:
+        async with ToolSession.open(servers, recorder, task.limits, task.tool_policy, sandbox=sandbox,
+                                    task=task) as tools:
             try:
                 # an agent that boots a program first (OpenClaw) gets its boot on top, and keeps its own time
                 with anyio.fail_after(time_limit + getattr(agent, "startup_allowance_s", 0.0)):

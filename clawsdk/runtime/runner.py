@@ -302,14 +302,42 @@ def with_known_skills(tasks: Sequence[Task], registry: Registry) -> tuple[list[T
     plugins, so it cannot tell.)"""
     skills = registry.names("skills")
     ok, errors = [], []
+    unplaceable: dict[str, str | None] = {}
     for task in tasks:
+        where = str(task.provenance.get("path") or task.id)
         if unknown := [name for name in task.tools if name not in skills]:
             errors.append(TaskFormatError(
-                str(task.provenance.get("path") or task.id), f"no skill named {', '.join(map(repr, unknown))} "
+                where, f"no skill named {', '.join(map(repr, unknown))} "
                 f"(installed: {', '.join(skills)}; a plugin adds more)", field="tools", task_id=task.id))
+            continue
+        for name in task.tools:
+            if name not in unplaceable:
+                unplaceable[name] = boundary_problem(name, registry.get("skills", name), task)
+        if problems := [unplaceable[n] for n in task.tools if unplaceable[n]]:
+            errors.append(TaskFormatError(where, "; ".join(p for p in problems if p), field="tools", task_id=task.id))
         else:
             ok.append(task)
     return ok, errors
+
+
+def boundary_problem(name: str, factory: Any, task: Task) -> str | None:
+    """Why skill `name`'s tools could not run behind the sandbox's boundary, or None: a tool it does not
+    declare safe to run here needs its factory imported inside, by name."""
+    from clawsdk.sandbox.toolruntime import server_ref
+
+    if server_ref(factory) is not None or getattr(factory, "mcp_command", None) is not None:
+        return None
+    try:
+        server = factory(None, task)
+        names = {t.name for t in server._tool_manager.list_tools()}
+    except Exception:  # noqa: BLE001 - a factory that needs a real sandbox: its rollouts will say
+        return None
+    if inside := sorted(names - set(getattr(server, "host_tools", ()) or ())):
+        return (f"skill {name!r}: its tools ({', '.join(inside[:5])}) run inside the sandbox, which imports the "
+                f"skill's server factory by name, and {getattr(factory, '__qualname__', factory)!r} cannot be "
+                "imported (a closure, or a function of the script run as __main__): define it at the top level "
+                "of a module")
+    return None
 
 
 #: option names whose values are credentials

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clawsdk.errors import FileTooLarge
 
 if TYPE_CHECKING:
+    from anyio.abc import ByteReceiveStream, ByteSendStream
+
     from clawsdk.tasks.model import File, Task
 
 #: Output beyond this many bytes per stream is cut, with a note saying so.
@@ -61,6 +65,38 @@ class Entry:
 
 #: the most the tools and the verifiers read of one file (``Sandbox.read_capped``)
 MAX_READ_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ProcessLimits:
+    """What the kernel enforces on one process started behind the boundary (`Sandbox.spawn`), on top of
+    the sandbox's own limits. 0 leaves a limit to the sandbox."""
+
+    memory_mb: int = 0  # its address space (RLIMIT_AS)
+    cpu_s: int = 0  # CPU seconds over its whole life (RLIMIT_CPU)
+
+
+class SandboxProcess(abc.ABC):
+    """A process running behind a sandbox's boundary (`Sandbox.spawn`), with pipes to its stdin and stdout.
+
+    Its stderr is kept, the last few KiB of it, for `stderr_tail`."""
+
+    stdin: ByteSendStream
+    stdout: ByteReceiveStream
+    #: set once it has exited (a negative number: the signal that ended it)
+    returncode: int | None = None
+
+    @abc.abstractmethod
+    def stderr_tail(self) -> str:
+        """The end of what it wrote to stderr so far."""
+
+    @abc.abstractmethod
+    async def wait(self) -> int:
+        """Wait for it to exit; its exit code."""
+
+    @abc.abstractmethod
+    async def kill(self) -> None:
+        """Stop it and what it started, at once."""
 
 
 @dataclass
@@ -165,6 +201,17 @@ class Sandbox(abc.ABC):
         if len(data) > limit:
             raise FileTooLarge(path, len(data), limit)
         return data
+
+    def spawn(self, argv: Sequence[str], *, env: dict[str, str] | None = None,
+              limits: ProcessLimits | None = None) -> AbstractAsyncContextManager[SandboxProcess]:
+        """Start a long-lived process behind the sandbox's boundary: inside its isolation, as its uid, in the
+        workspace, with its limits and `limits` on top; `argv[0]` is looked up on the sandbox's PATH. It sees
+        what a command sees, and the tool runtime (`clawsdk.sandbox.toolruntime`) read-only. Leaving the
+        context kills it and everything it started. The tools that interpret what the agent wrote run this
+        way (clawsdk.mcp.toolhost); a backend that cannot raises NotImplementedError, and such tools then
+        fail with a sandbox_error naming the backend."""
+        raise NotImplementedError(f"the {self.name} sandbox cannot start a process behind its boundary "
+                                  "(Sandbox.spawn), which the tools that read the agent's files need")
 
     @abc.abstractmethod
     async def write(self, path: str, data: bytes, *, executable: bool = False) -> None:

@@ -23,8 +23,11 @@ from pathlib import Path, PurePosixPath
 import anyio
 
 from clawsdk.errors import SandboxError
-from clawsdk.sandbox.base import MAX_READ_BYTES, SCORING_ENV, Entry, ExecResult, Sandbox, SandboxConfig
+from clawsdk.sandbox.base import (
+    MAX_READ_BYTES, SCORING_ENV, Entry, ExecResult, ProcessLimits, Sandbox, SandboxConfig,
+)
 from clawsdk.sandbox import hostroot, safefs
+from clawsdk.sandbox.process import child_process, prlimited
 from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
 
@@ -178,13 +181,17 @@ class HostDirSandbox(Sandbox):
         assert self.hidden_dir is not None
         return str(self.hidden_dir)
 
+    def stop_commands(self) -> None:
+        """Kill every command (and long-lived process) still running, with what it started."""
+        for pgid in list(self._groups):
+            kill_group(pgid)
+        self._groups.clear()
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        for pgid in list(self._groups):
-            kill_group(pgid)
-        self._groups.clear()
+        self.stop_commands()
         if self.root is not None and self.root.exists():
             await anyio.to_thread.run_sync(hostroot.remove_tree, self.root)
 
@@ -357,6 +364,20 @@ class HostDirSandbox(Sandbox):
     def wrap_command(self, argv: list[str], cwd: str, env: dict[str, str]) -> tuple[list[str], str, dict]:
         """Return (argv, host cwd, env) to spawn; the base runs the command as it is."""
         return argv, cwd, env
+
+    def wrap_spawn(self, argv: list[str], env: dict[str, str],
+                   limits: ProcessLimits | None) -> tuple[list[str], str, dict]:
+        """(argv, host cwd, env) of a long-lived process (`spawn`); the base runs it in the workspace under
+        `limits` (prlimit), with the tool runtime where it is on the host."""
+        assert self.workspace is not None
+        return prlimited(argv, limits), str(self.workspace), env
+
+    def spawn(self, argv, *, env=None, limits=None):
+        if self.workspace is None or self._closed:
+            raise SandboxError("spawn in a sandbox that is not running")
+        full_env = self.base_env() | (env or {})
+        wrapped, cwd, full_env = self.wrap_spawn(list(argv), full_env, limits)
+        return child_process(wrapped, cwd=cwd, env=full_env, kill_group=kill_group, groups=self._groups)
 
     @staticmethod
     def _cannot_enter(cwd: str | None, e: OSError, started: float) -> ExecResult:

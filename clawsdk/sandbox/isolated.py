@@ -40,6 +40,8 @@ class IsolatedHostDirSandbox(HostDirSandbox):
     """A host sandbox root mounted into an isolated side; subclasses implement setup/teardown/exec."""
 
     name = "isolated"
+    #: the tool runtime appears at clawsdk.sandbox.toolruntime.ROOT inside (`spawn` mounts it)
+    mounts_tool_runtime = True
 
     def __init__(self, config: SandboxConfig | None = None):
         super().__init__(config)

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -13,6 +14,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 TASK_SCHEMA_VERSION = 1
+#: the name of a server in a task's `mcp_servers` (AgentSkills' skill names)
+MCP_SERVER_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 #: the most bytes one file or folder name may have (Linux, macOS)
 MAX_NAME_BYTES = 255
 #: an id names the task's folder when tasks are written (convert, synth): one name
@@ -194,6 +197,12 @@ Number = Annotated[float, BeforeValidator(_no_bool)]
 Count = Annotated[int, BeforeValidator(_no_bool)]
 
 
+#: the address space (MiB) of the process the tools behind the boundary run in, unless a task says
+DEFAULT_TOOL_MEMORY_MB = 1024
+#: the most characters of one tool's result the agent reads and the store records, unless a task says
+DEFAULT_TOOL_OUTPUT_CHARS = 1024 * 1024
+
+
 class Limits(BaseModel):
     # inf and nan are refused: the store keeps a task as JSON, which has neither (a stored null made
     # `data select` fail for the whole store)
@@ -203,6 +212,13 @@ class Limits(BaseModel):
     tool_timeout_s: Number = Field(60.0, gt=0, description="one tool call")
     verifier_timeout_s: Number = Field(120.0, gt=0, description="the whole verification")
     max_tool_calls: Count = Field(200, gt=0)
+    # What the boundary enforces on the tools that run behind it (clawsdk.mcp.toolhost); left out of dumps
+    # (and so of the hash) at their defaults, so tasks written before them keep their hash.
+    tool_memory_mb: Count = Field(DEFAULT_TOOL_MEMORY_MB, ge=64, exclude_if=lambda v: v == DEFAULT_TOOL_MEMORY_MB,
+                                  description="address space of the process a task's tools run in")
+    tool_output_chars: Count = Field(DEFAULT_TOOL_OUTPUT_CHARS, ge=1024,
+                                     exclude_if=lambda v: v == DEFAULT_TOOL_OUTPUT_CHARS,
+                                     description="the most characters one tool result holds; past it, cut")
 
 
 class VerifierSpec(BaseModel):
@@ -245,6 +261,17 @@ class ToolPolicy(BaseModel):
         return self
 
 
+class McpServer(BaseModel):
+    """A stdio MCP server a task's agent gets, started inside the sandbox (behind its boundary) for each
+    rollout: `command` is its argv, `{python}` standing for the runner's interpreter with clawsdk's packages
+    importable (for servers written in Python); `env` is added to the sandbox's environment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class Task(BaseModel):
     """A workspace task <p, s0, A, F, V>; versioned, with a content hash."""
 
@@ -266,6 +293,8 @@ class Task(BaseModel):
     tool_policy: ToolPolicy | None = Field(None, exclude_if=lambda v: v is None)
     tool_config: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude_if=lambda v: not v,
                                                    description="options per tool server, e.g. web: {pages: ...}")
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict, exclude_if=lambda v: not v,
+                                             description="stdio MCP servers started inside the sandbox, by name")
     provenance: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -275,7 +304,7 @@ class Task(BaseModel):
         return check_task_id(task_id)
 
     @field_validator("category", "difficulty", "tags", "tools", "solution", "verifier", "tool_policy", "tool_config",
-                     "provenance", "metadata")
+                     "mcp_servers", "provenance", "metadata")
     @classmethod
     def _utf8(cls, value: Any) -> Any:
         """Every text is UTF-8 and every value one JSON can write (files check their own): a lone surrogate,
@@ -285,6 +314,16 @@ class Task(BaseModel):
             where, why = found
             raise ValueError(f"{where + ' ' if where else ''}{why}")
         return value
+
+    @model_validator(mode="after")
+    def _server_names(self) -> Task:
+        for name in self.mcp_servers:
+            if not MCP_SERVER_NAME.match(name):
+                raise ValueError(f"mcp_servers.{name}: a server name is lower-case letters, digits and hyphens "
+                                 "(at most 64), e.g. 'notes'")
+            if name in self.tools:
+                raise ValueError(f"mcp_servers.{name}: {name!r} is already one of the task's tools; name it apart")
+        return self
 
     @field_validator("workspace", "hidden")
     @classmethod

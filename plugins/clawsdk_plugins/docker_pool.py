@@ -105,9 +105,11 @@ _atexit_registered = False
 
 def key_of(sb: DockerSandbox) -> tuple:
     """What a container was made with: only a sandbox asking for the same may take it."""
+    from clawsdk.sandbox import toolruntime
+
     opts = {k: v for k, v in vars(sb.opts).items() if k != "pool_size"}
     return (str(sb.client.api.base_url), str(sb.sandbox_base()), sb.user, sb.keeper,
-            tuple(sorted((k, repr(v)) for k, v in opts.items())))
+            tuple(sorted((k, repr(v)) for k, v in opts.items())), tuple(toolruntime.current().mounts()))
 
 
 def enabled(sb: DockerSandbox) -> bool:

@@ -253,6 +253,51 @@ def skills_check(names_or_folders):
         raise SystemExit(1)
 
 
+@skills_group.command("serve")
+@click.argument("name")
+@click.option("--workspace", "-w", type=click.Path(file_okay=False, exists=True), default=".", show_default=True,
+              help="The folder the skill's tools act on (paths outside it are refused).")
+@click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind (loopback by default).")
+@click.option("--port", default=0, show_default=True, type=int, help="HTTP: port (0 picks a free one).")
+@click.option("--token-env", default=None, metavar="VAR",
+              help="HTTP: take the bearer token from this environment variable instead of a fresh one.")
+def skills_serve(name, workspace, use_http, host, port, token_env):
+    """Serve skill NAME (or a skill folder) as a standalone MCP server on a folder, for agents outside clawsdk.
+
+    Nothing is sandboxed or recorded here: start it inside your agent's own sandbox. stdio by default; with
+    --http it prints the URL and a bearer token (once), and every request must carry the token."""
+    import anyio
+
+    from clawsdk.mcp.toolhost.standalone import serve_http, serve_stdio, skill_server
+    from clawsdk.plugins import get_registry
+    from clawsdk_plugins.skills import folder_skill
+
+    if Path(name).is_dir():
+        factory = folder_skill(Path(name))
+        from clawsdk.mcp.toolkit import load_skill_md
+
+        name = load_skill_md(name).name
+    else:
+        factory = get_registry().get("skills", name)
+    if getattr(factory, "mcp_command", None) is not None:
+        raise click.ClickException(f"skill {name} is an MCP server of its own ({' '.join(factory.mcp_command.command)}"
+                                   "): run that command instead")
+    server = skill_server(name, factory, workspace)
+    if not use_http:
+        anyio.run(serve_stdio, server)
+        return
+    token = _token_from_env(token_env)
+    _exposure_warning(host, f"the {name} skill's tools on {workspace}")
+
+    def ready(url: str, tok: str) -> None:
+        _err(f"clawsdk skills serve: {name} on {Path(workspace).resolve()} at {url}")
+        if token is None:
+            _err(f"bearer token (shown once): {tok}")
+
+    anyio.run(lambda: serve_http(server, host=host, port=port, token=token, on_ready=ready))
+
+
 @hookimpl
 def register_commands(register):
     register(serve_command)

@@ -28,8 +28,10 @@ import anyio
 
 from clawsdk.errors import SandboxError
 from clawsdk.hookspecs import hookimpl
-from clawsdk.sandbox.base import Capabilities, SandboxConfig
+from clawsdk.sandbox import toolruntime
+from clawsdk.sandbox.base import Capabilities, ProcessLimits, SandboxConfig
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
+from clawsdk.sandbox.process import rlimit_args
 from clawsdk.sandbox.limits import IsolationOptions
 from clawsdk.tasks.model import Task
 
@@ -205,6 +207,36 @@ class BwrapSandbox(IsolatedHostDirSandbox):
         return await super().exec(command, timeout=timeout, cwd=cwd, env=env, stdin=stdin)
 
     def wrap_command(self, argv: list[str], cwd: str, env: dict[str, str]) -> tuple[list[str], str, dict]:
+        assert self.workspace is not None
+        # exec resolved cwd inside the workspace; the host path is only ever taken apart lexically here
+        chdir = self.inside(os.path.relpath(cwd, self.workspace))
+        args = self._bwrap_args(chdir) + ["--", "prlimit", *self.opts.prlimit_args(self._timeout), "--", *argv]
+        if self.host_uid is not None:
+            args = _setpriv(self.host_uid) + args
+        return args, "/", env
+
+    def wrap_spawn(self, argv: list[str], env: dict[str, str],
+                   limits: ProcessLimits | None) -> tuple[list[str], str, dict]:
+        """A long-lived process (the tool host): as a command, plus the tool runtime read-only, under the
+        sandbox's limits with `limits` on top."""
+        o = self.opts
+        rl = [a for a in o.prlimit_args(limits.cpu_s if limits and limits.cpu_s else 86400)
+              if not (limits and limits.memory_mb and a.startswith("--as="))]
+        rl += [a for a in rlimit_args(limits) if a.startswith("--as=")]
+        binds, staged = [], []
+        for i, (src, dst) in enumerate(toolruntime.current().mounts()):
+            if self.host_uid is not None and not _reachable(Path(src)):
+                staged.append((src, _stage(i)))
+                src = _stage(i)
+            binds += ["--ro-bind", src, dst]
+        args = self._bwrap_args(o.workspace_path, binds) + ["--", "prlimit", *rl, "--", *argv]
+        if self.host_uid is not None:
+            args = _setpriv(self.host_uid) + args
+        if staged:
+            args = _in_private_mounts(staged) + args
+        return args, "/", env
+
+    def _bwrap_args(self, chdir: str, extra: list[str] = ()) -> list[str]:
         assert self.workspace is not None and self.home is not None
         o = self.opts
         args = [
@@ -216,16 +248,35 @@ class BwrapSandbox(IsolatedHostDirSandbox):
         ]
         # /tmp lasts as long as the sandbox (a command may leave files there for the next), inside its quota
         args += ["--bind", str(self.tmp_dir), "/tmp", "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
-        for extra in o.ro_binds:
-            args += ["--ro-bind", extra, extra]
-        args += ["--bind", str(self.home), o.home, "--bind", str(self.workspace), o.workspace_path]
+        for path in o.ro_binds:
+            args += ["--ro-bind", path, path]
+        args += [*extra, "--bind", str(self.home), o.home, "--bind", str(self.workspace), o.workspace_path]
         if self.hidden_dir is not None:
             args += ["--ro-bind", str(self.hidden_dir), o.hidden_path]
-        # exec resolved cwd inside the workspace; the host path is only ever taken apart lexically here
-        args += ["--chdir", self.inside(os.path.relpath(cwd, self.workspace)), "--", "prlimit", *o.prlimit_args(self._timeout), "--", *argv]
-        if self.host_uid is not None:
-            args = _setpriv(self.host_uid) + args
-        return args, "/", env
+        return args + ["--chdir", chdir]
+
+
+def _stage(i: int) -> str:
+    """An empty folder the sandbox's host uid can reach, for what it cannot (see `_in_private_mounts`)."""
+    folder = fallback_base() / ".toolruntime" / str(i)
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        for p in (folder, folder.parent):
+            p.chmod(0o755)
+    return str(folder)
+
+
+def _in_private_mounts(staged: list[tuple[str, str]]) -> list[str]:
+    """As root, make each (source, stage) a read-only bind in a mount namespace of the command's own, then
+    run the rest: the sandbox's unprivileged host uid cannot reach the runner's Python where it lies under a
+    folder closed to it (/root/.pyenv), and bubblewrap binds a source as that uid. Nothing changes in the
+    host's mounts, and the binds end with the process."""
+    script = 'while [ "$1" != -- ]; do mount --bind -o ro "$1" "$2" || exit 125; shift 2; done; shift; exec "$@"'
+    args = [shutil.which("unshare") or "unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script,
+            "sh"]
+    for src, stage in staged:
+        args += [src, stage]
+    return args + ["--"]
 
 
 def make_bwrap(config: SandboxConfig | None = None) -> BwrapSandbox:

@@ -15,9 +15,11 @@ removes the labelled containers (and host folders) whose process is gone.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -26,14 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import click
 
 from clawsdk.errors import SandboxError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.sandbox import safefs
-from clawsdk.sandbox.base import Capabilities, ExecResult, SandboxConfig
+from clawsdk.sandbox import toolruntime
+from clawsdk.sandbox.base import Capabilities, ExecResult, ProcessLimits, SandboxConfig, SandboxProcess
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
+from clawsdk.sandbox.process import StderrTail, rlimit_args
 from clawsdk.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -180,6 +185,10 @@ class DockerSandbox(IsolatedHostDirSandbox):
             str(self.root / "hidden"): {"bind": o.hidden_path, "mode": "ro"},
             str(self.io_dir): {"bind": IO_PATH, "mode": "ro"},
         }
+        # the tool runtime, read-only, for the tools that run inside (Sandbox.spawn): the same for every
+        # container of this process, so pooled containers serve any task
+        for host_path, inside in toolruntime.current().mounts():
+            volumes.setdefault(host_path, {"bind": inside, "mode": "ro"})
         files = f",nr_inodes={o.files}" if o.files else ""
         tmpfs = {"/tmp": f"size={o.tmp_mb or 512}m,mode=1777{files}", "/var/tmp": f"size=64m,mode=1777{files}",
                  "/run": "size=16m,mode=755"}
@@ -371,6 +380,50 @@ class DockerSandbox(IsolatedHostDirSandbox):
         return ExecResult.from_output(code, out, err, timed_out=timed_out, duration_s=elapsed, cut=cut[0],
                                       limit=limit, timeout=timeout)
 
+    def spawn(self, argv, *, env=None, limits=None):
+        if self.container is None or self._closed:
+            raise SandboxError("sandbox is not running")
+        return self._spawn(list(argv), env or {}, limits)
+
+    @contextlib.asynccontextmanager
+    async def _spawn(self, argv: list[str], env: dict[str, str], limits: ProcessLimits | None):
+        """`docker exec` with stdin attached: the exec's socket carries stdin one way and the engine's framed
+        stdout and stderr the other (`DockerProcess`)."""
+        rl = [a for a in self.opts.prlimit_args(limits.cpu_s if limits and limits.cpu_s else 86400)
+              if not a.startswith("--nproc") and not (limits and limits.memory_mb and a.startswith("--as="))]
+        rl += [a for a in rlimit_args(limits) if a.startswith("--as=")]
+        full_env = self.base_env() | env
+        api = self.client.api
+
+        def start() -> tuple[str, int]:
+            exec_id = api.exec_create(self.container.id, ["prlimit", *rl, "--", *argv], stdin=True, stdout=True,
+                                      stderr=True, workdir=self.opts.workspace_path, environment=full_env,
+                                      user=self.user)["Id"]
+            sock = api.exec_start(exec_id, socket=True)
+            raw = getattr(sock, "_sock", sock)
+            fd = os.dup(raw.fileno())  # ours alone: the SDK's objects may close theirs when collected
+            sock.close()
+            return exec_id, fd
+
+        try:
+            exec_id, fd = await blocking(start)
+        except Exception as e:  # noqa: BLE001 - the engine or the container went away
+            raise SandboxError(f"docker exec failed: {type(e).__name__}: {e}") from e
+        stream = await anyio.abc.SocketStream.from_socket(socket.socket(fileno=fd))
+        proc = DockerProcess(stream, exec_id, api)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(proc.pump)
+                try:
+                    yield proc
+                finally:
+                    await proc.kill()
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await proc.kill()
+                await stream.aclose()
+
     async def _kill_all(self) -> None:
         api = self.client.api
 
@@ -382,6 +435,120 @@ class DockerSandbox(IsolatedHostDirSandbox):
             await blocking(kill)
         except Exception:  # noqa: BLE001
             log.warning("could not stop the processes of %s", self.root)
+
+
+class DockerProcess(SandboxProcess):
+    """A process started by `docker exec` with stdin attached, spoken to through the exec's socket."""
+
+    def __init__(self, stream: Any, exec_id: str, api: Any):
+        self.stream = stream
+        self.exec_id = exec_id
+        self.api = api
+        self.stdin = _SocketStdin(stream)
+        send, receive = anyio.create_memory_object_stream[bytes](16)
+        self._out_send = send
+        self.stdout = _Received(receive)
+        self._stderr = StderrTail()
+        self._ended = anyio.Event()
+        self._code: int | None = None
+        self._pid: int | None = None
+
+    @property  # type: ignore[override]
+    def returncode(self) -> int | None:
+        return self._code
+
+    def stderr_tail(self) -> str:
+        return self._stderr.text()
+
+    async def pump(self) -> None:
+        """Split the engine's frames (8-byte header: stream, 0, 0, 0, size) into stdout and stderr."""
+        buffer = bytearray()
+        try:
+            async with self._out_send:
+                while True:
+                    try:
+                        buffer += await self.stream.receive()
+                    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                        return
+                    while len(buffer) >= 8:
+                        size = int.from_bytes(buffer[4:8], "big")
+                        if len(buffer) < 8 + size:
+                            break
+                        kind, payload = buffer[0], bytes(buffer[8:8 + size])
+                        del buffer[:8 + size]
+                        if kind == 2:
+                            self._stderr.add(payload)
+                        elif payload:
+                            await self._out_send.send(payload)
+        finally:
+            await self._settle()
+
+    async def _settle(self) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                info = await blocking(self.api.exec_inspect, self.exec_id)
+                if not info.get("Running"):
+                    self._code = info.get("ExitCode")
+            except Exception:  # noqa: BLE001 - the container is gone
+                pass
+            self._ended.set()
+
+    async def wait(self) -> int:
+        await self._ended.wait()
+        return -9 if self._code is None else self._code
+
+    async def kill(self) -> None:
+        """SIGKILL its process group from the host (docker runs it under this host's kernel)."""
+        if self._pid is None:
+            try:
+                info = await blocking(self.api.exec_inspect, self.exec_id)
+            except Exception:  # noqa: BLE001
+                return
+            if not info.get("Running"):
+                return
+            self._pid = info.get("Pid") or None
+        if self._pid:
+            for kill in (lambda: os.killpg(self._pid, signal.SIGKILL), lambda: os.kill(self._pid, signal.SIGKILL)):
+                with contextlib.suppress(OSError):
+                    kill()
+            self._code = -int(signal.SIGKILL) if self._code is None else self._code
+
+
+class _SocketStdin:
+    def __init__(self, stream: Any):
+        self.stream = stream
+
+    async def send(self, data: bytes) -> None:
+        await self.stream.send(data)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.stream.send_eof()
+
+
+class _Received:
+    def __init__(self, receive: Any):
+        self._receive = receive
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            raise
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        await self._receive.aclose()
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
 
 
 def make_docker(config: SandboxConfig | None = None) -> DockerSandbox:

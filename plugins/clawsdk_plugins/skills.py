@@ -20,6 +20,8 @@ from typing import Any
 
 from clawsdk.hookspecs import hookimpl
 from clawsdk.mcp.toolkit import SkillFormatError, ToolServer, load_skill_md, parse_skill_md, skill_server
+from clawsdk.sandbox.toolruntime import ServerRef
+from clawsdk.tasks.model import McpServer
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +35,15 @@ def skill_dirs() -> list[Path]:
 
 
 def folder_skill(folder: Path):
-    """A server factory for a skill folder (SKILL.md, optional server.py)."""
+    """A server factory for a skill folder: SKILL.md, and its tools from `server.py` (`server(sandbox, task)`)
+    or from a stdio MCP server its SKILL.md declares (`metadata.clawsdk.mcp.command`), run inside the sandbox
+    with `{skill_dir}` standing for the folder as the sandbox shows it."""
     manifest = load_skill_md(folder)
     server_py = folder / "server.py"
+    command = mcp_command(manifest)
 
     def make(sandbox: Any, task: Any = None) -> Any:
-        if server_py.is_file():
+        if server_py.is_file() and command is None:
             spec = importlib.util.spec_from_file_location(f"clawsdk_folder_skill_{manifest.name.replace('-', '_')}",
                                                           server_py)
             assert spec and spec.loader
@@ -48,7 +53,23 @@ def folder_skill(folder: Path):
         return skill_server(manifest)
 
     make.skill_dir = folder  # type: ignore[attr-defined]
+    if command is not None:
+        make.mcp_command = command  # type: ignore[attr-defined]
+    elif server_py.is_file():
+        make.server_ref = ServerRef(file=str(server_py))  # type: ignore[attr-defined]  # the tool host loads it
     return make
+
+
+def mcp_command(manifest: Any) -> McpServer | None:
+    """The stdio MCP server a SKILL.md declares under `metadata.clawsdk.mcp` ({command: [...], env: {...}})."""
+    declared = (manifest.metadata.get("clawsdk") or {}).get("mcp") if isinstance(manifest.metadata, dict) else None
+    if declared is None:
+        return None
+    try:
+        return McpServer.model_validate(declared)
+    except ValueError as e:
+        raise SkillFormatError(f"{manifest.path}: metadata.clawsdk.mcp: {e}; give {{command: [PROGRAM, ARGS...]}}, "
+                               "e.g. command: ['{python}', '{skill_dir}/server.py']") from None
 
 
 def find_folder_skills(dirs: list[Path] | None = None) -> dict[str, Any]:

@@ -28,6 +28,7 @@ def factory(name: str) -> Callable[..., Any]:
     make.__name__ = f"{name}_server"
     make.__doc__ = f"The {name} skill server (skills/clawsdk_skills/{name}/SKILL.md)."
     make.skill_dir = pack_dir(name)  # type: ignore[attr-defined]
+    make.server_ref = f"clawsdk_skills.{name}.server:server"  # type: ignore[attr-defined]  # the tool host's import
     return make
 
 

@@ -64,7 +64,7 @@ def test_folder_skills_load_from_the_user_folder_and_extra_dirs(tmp_path, monkey
     async def main():
         async with LocalSandbox() as sb:
             await sb.start(task)
-            async with ToolSession.open(tool_servers(task, sb, reg), Recorder(None, "r")) as ts:
+            async with ToolSession.open(tool_servers(task, sb, reg), Recorder(None, "r"), sandbox=sb, task=task) as ts:
                 assert (await ts.call("shout", {"path": "a.txt"})).text == "HI"
                 assert (await ts.call("shout", {"path": "../x"})).is_error
                 instructions = ts.instructions()
@@ -82,7 +82,8 @@ def test_workspace_skills_are_listed_for_the_agent_to_read(tmp_path):
     async def main():
         async with LocalSandbox() as sb:
             await sb.start(task)
-            async with ToolSession.open(tool_servers(task, sb, _registry()), Recorder(None, "r")) as ts:
+            async with ToolSession.open(tool_servers(task, sb, _registry()), Recorder(None, "r"), sandbox=sb,
+                                        task=task) as ts:
                 text = ts.instructions()["workspace-skills"]
                 assert "- invoices: Number invoices. (read skills/invoices/SKILL.md before using it)" in text
                 assert "skills/bad/SKILL.md: unreadable" in text

@@ -91,24 +91,30 @@ def test_glob_and_grep():
     assert one == "src/app.py:2:    return a - b"
 
 
-def test_grep_with_a_pattern_that_backtracks_without_end_is_stopped_and_the_loop_stays_free(monkeypatch):
+def test_grep_with_a_pattern_that_backtracks_without_end_is_stopped_and_the_loop_stays_free():
     """(a+)+$ against a line of a's and one '!' never ends; it held the tool server's event loop, which is
-    the runner's: every other rollout of the run stopped with it. Now it is killed at grep's deadline."""
-    import clawsdk_tools.files as files
-
-    monkeypatch.setattr(files, "GREP_TIMEOUT_S", 2.0)
+    the runner's: every other rollout of the run stopped with it. The matcher runs inside the sandbox now,
+    killed at the task's tool time limit."""
     from tests.conftest import loop_ticks
 
-    async def body(client, sb):
-        await client.call_tool("write", {"path": "r.txt", "content": "a" * 40 + "!\n"})
-        async with loop_ticks() as ticks:
-            started = anyio.current_time()
-            bad = await client.call_tool("grep", {"pattern": "(a+)+$", "path": "."})
-            took = anyio.current_time() - started
-            good = await client.call_tool("grep", {"pattern": "a!$"})
-        return bad, took, good, ticks
+    task = TASK.model_copy(update={"limits": TASK.limits.model_copy(update={"tool_timeout_s": 2.0})})
 
-    bad, took, good, ticks = drive(body)
+    async def main():
+        sb = LocalSandbox(SandboxConfig())
+        await sb.start(task)
+        try:
+            async with Client(core_server(sb, task)) as client:
+                await client.call_tool("write", {"path": "r.txt", "content": "a" * 40 + "!\n"})
+                async with loop_ticks() as ticks:
+                    started = anyio.current_time()
+                    bad = await client.call_tool("grep", {"pattern": "(a+)+$", "path": "."})
+                    took = anyio.current_time() - started
+                    good = await client.call_tool("grep", {"pattern": "a!$"})
+                return bad, took, good, ticks
+        finally:
+            await sb.close()
+
+    bad, took, good, ticks = anyio.run(main)
     assert bad.is_error and "still matching after 2 s" in text(bad), text(bad)
     assert 2.0 <= took < 10, took
     assert len(ticks) >= 20, f"the event loop ran {len(ticks)} times in {took:.1f} s: grep blocked it"

@@ -15,7 +15,8 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 import clawsdk_skills
-from clawsdk.mcp.session import MAX_RESULT_CHARS, ToolSession
+from clawsdk.mcp.session import ToolSession
+from clawsdk.mcp.toolkit import MAX_RESULT_CHARS
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.tasks.model import Limits
@@ -162,11 +163,11 @@ def test_a_tool_result_is_cut_to_the_documented_cap_for_the_agent_and_the_store(
         return recorder, huge, table, small
 
     recorder, huge, table, small = anyio.run(main)
-    left = 2 * MAX_RESULT_CHARS
+    kept = MAX_RESULT_CHARS - 200  # the note counts toward the cap
     for result in (huge, table):
-        assert len(result.text) < MAX_RESULT_CHARS + 300 and result.structured is None
-        assert f"[tool result cut: showing {MAX_RESULT_CHARS:,} of" in result.text
-    assert huge.text.startswith("x" * 1000) and f"{left:,} left out" in huge.text
+        assert len(result.text) <= MAX_RESULT_CHARS and result.structured is None
+        assert f"[tool result cut: showing {kept:,} of" in result.text
+    assert huge.text.startswith("x" * 1000) and f"{3 * MAX_RESULT_CHARS - kept:,} left out" in huge.text
     assert small.text == "x" * 10 and not small.is_error
     recorded = [e["payload"] for e in recorder.transcript() if e["kind"] == "tool_result"]
     assert [p["content"] for p in recorded] == [huge.text, table.text, small.text]

@@ -233,7 +233,8 @@ def test_tool_policy_selects_tools_like_openclaw(policy, expected):
         async with LocalSandbox() as sb:
             await sb.start(task)
             servers = tool_servers(task, sb, get_registry())
-            async with ToolSession.open(servers, Recorder(None, "r"), task.limits, task.tool_policy) as ts:
+            async with ToolSession.open(servers, Recorder(None, "r"), task.limits, task.tool_policy, sandbox=sb,
+                                        task=task) as ts:
                 assert {t.name for t in ts.tools()} == expected
                 if "exec" not in expected:
                     r = await ts.call("exec", {"command": "true"})

@@ -24,6 +24,12 @@ if TYPE_CHECKING:
 __all__ = ["core_server", "web_server", "memory_server", "openclaw_server", "glob_to_regex",
            "MAX_READ_CHARS", "MAX_GREP_FILE", "MAX_MATCHES"]
 
+#: the core tools that run in the runner: they move bytes through the sandbox's race-proof file API or run
+#: commands (and grep's matcher) through its exec, and parse nothing the agent wrote. memory_search and
+#: memory_get read the agent's notes, so they run behind the boundary (docs/sandboxes.md, "Where tools run").
+HOST_TOOLS = frozenset({"read", "write", "edit", "apply_patch", "ls", "glob", "grep", "exec", "process",
+                        "web_fetch"})
+
 CORE_INSTRUCTIONS = ("Tools that act on the task's workspace. Paths are relative to it; a path that leaves it "
                      "is refused. exec runs bash in the workspace; long-running commands go in the background "
                      "(exec background=true, then process poll/kill).")
@@ -33,18 +39,24 @@ def _lifetime(task: Task | None) -> float:
     return task.limits.timeout_s if task else 600.0
 
 
+def _tool_time(task: Task | None) -> float:
+    return task.limits.tool_timeout_s if task else 60.0
+
+
 def core_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
     """The `core` tool server: files and commands in `sandbox`'s workspace."""
     procs = ProcessManager(sandbox, _lifetime(task))
-    server = ToolServer("core", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs))
-    add_fs_tools(server, sandbox)
+    server = ToolServer("core", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs),
+                        host_tools=HOST_TOOLS)
+    add_fs_tools(server, sandbox, _tool_time(task))
     add_runtime_tools(server, sandbox, task, procs)
     return server
 
 
 def web_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
     """The `web` tool server: web_fetch."""
-    server = ToolServer("web", instructions="web_fetch reads a web page as text. Cite the URL you used.")
+    server = ToolServer("web", instructions="web_fetch reads a web page as text. Cite the URL you used.",
+                        host_tools=HOST_TOOLS)
     add_web_tools(server, sandbox, task)
     return server
 
@@ -60,8 +72,9 @@ def memory_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
 def openclaw_server(sandbox: Sandbox, task: Task | None = None) -> ToolServer:
     """Every core tool group in one server."""
     procs = ProcessManager(sandbox, _lifetime(task))
-    server = ToolServer("openclaw", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs))
-    add_fs_tools(server, sandbox)
+    server = ToolServer("openclaw", instructions=CORE_INSTRUCTIONS, lifespan=process_lifespan(procs),
+                        host_tools=HOST_TOOLS)
+    add_fs_tools(server, sandbox, _tool_time(task))
     add_runtime_tools(server, sandbox, task, procs)
     add_web_tools(server, sandbox, task)
     add_memory_tools(server, sandbox)

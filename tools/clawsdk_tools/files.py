@@ -6,9 +6,11 @@ absolute paths, symlinks out, NUL bytes); the refusal reaches the agent as a too
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -18,8 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
-from clawsdk.rematch import search_lines
-from clawsdk.sandbox.base import MAX_READ_BYTES
+from clawsdk.sandbox.base import MAX_READ_BYTES, Entry
 from clawsdk.sandbox.paths import normalize_relative
 from clawsdk_tools.patch import PatchError, apply_hunks, parse_patch
 
@@ -29,9 +30,8 @@ if TYPE_CHECKING:
 MAX_READ_CHARS = 64_000
 MAX_GREP_FILE = 2 * 1024 * 1024
 MAX_MATCHES = 200
-#: grep matches in a process of its own, killed past this (clawsdk.rematch)
-GREP_TIMEOUT_S = 20.0
-GREP_BATCH_BYTES = 8 * 1024 * 1024
+#: grep's matcher, run inside the sandbox by its python3 (clawsdk_tools/grep_matcher.py)
+MATCHER = (Path(__file__).parent / "grep_matcher.py").read_text(encoding="utf-8")
 MAX_LIST = 2000
 
 
@@ -220,8 +220,17 @@ async def matching_paths(glob: Glob, paths: list[str]) -> list[str]:
     return hits
 
 
-def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
-    """read, write, edit, apply_patch, ls, glob, grep."""
+def _python(sandbox: Sandbox) -> str:
+    """The sandbox's python3; the runner's own where the sandbox is this host (local: no PATH lookup)."""
+    if getattr(sandbox, "mounts_tool_runtime", True):
+        return "python3"
+    from clawsdk.sandbox.toolruntime import current
+
+    return current().executable
+
+
+def add_fs_tools(server: MCPServer, sandbox: Sandbox, timeout_s: float = 60.0) -> None:
+    """read, write, edit, apply_patch, ls, glob, grep (its matcher runs inside the sandbox, for `timeout_s`)."""
 
     @server.tool()
     @tool_errors
@@ -346,34 +355,38 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox) -> None:
     @tool_errors
     async def grep(pattern: str, path: str = ".", glob: str | None = None, ignore_case: bool = False) -> str:
         """Search files for a regular expression; prints path:line:text for each match."""
-        try:
-            rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-        except re.error as e:
-            raise ToolError(f"invalid regular expression: {e}") from e
+        flags = re.IGNORECASE if ignore_case else 0
         name_glob = compile_glob(glob) if glob else None
-
-        async def texts():
-            if path not in ("", ".", "./"):
-                try:
-                    yield path, await sandbox.read_capped(path)
-                    return
-                except IsADirectoryError:
-                    pass
-            entries = [e for e in await sandbox.list(path, recursive=True)
-                       if not e.is_dir and e.size <= MAX_GREP_FILE]
-            if name_glob:
-                named = set(await matching_paths(name_glob, [e.path for e in entries]))
-                entries = [e for e in entries if e.path in named]
-            for e in entries:
-                try:
-                    yield e.path, await sandbox.read_capped(e.path)
-                except (OSError, ValueError):  # a symlink out or a vanished file: skip it, keep searching
-                    continue
-
+        one_file = False
         try:
-            out = await search_lines(rx, texts(), MAX_MATCHES, timeout_s=GREP_TIMEOUT_S, batch_bytes=GREP_BATCH_BYTES)
-        except TimeoutError as e:
-            raise ToolError(str(e)) from None
+            entries = [e for e in await sandbox.list(path, recursive=True) if not e.is_dir and e.size <= MAX_GREP_FILE]
+        except NotADirectoryError:  # one file, named: searched up to what any tool reads of one file
+            entries, one_file = [Entry(normalize_relative(path), False, 0)], True
+        if name_glob:
+            named = set(await matching_paths(name_glob, [e.path for e in entries]))
+            entries = [e for e in entries if e.path in named]
+        if not entries:
+            return "(no match)"
+        # the matching runs inside the sandbox, killed at the tool time limit: the pattern and the files are
+        # the agent's, and re can backtrack without end
+        request = {"pattern": pattern, "flags": flags, "paths": [e.path for e in entries], "limit": MAX_MATCHES,
+                   "max_bytes": MAX_READ_BYTES if one_file else MAX_GREP_FILE}
+        r = await sandbox.exec([_python(sandbox), "-I", "-c", MATCHER], stdin=json.dumps(request).encode("utf-8"),
+                               timeout=timeout_s)
+        if r.timed_out:
+            raise ToolError(f"the pattern was still matching after {timeout_s:g} s (the task's tool time limit) and "
+                            "was stopped (a nested repetition such as (a+)+ can backtrack without end); simplify "
+                            "it or narrow the path")
+        try:
+            answer = json.loads(r.stdout)
+            if "error" in answer:
+                raise ToolError(answer["error"])
+            out, too_large = answer["matches"], answer["too_large"]
+        except (ValueError, KeyError, TypeError):
+            raise ToolError(f"grep's matcher failed in the sandbox (exit {r.exit_code}): "
+                            f"{(r.stderr or r.stdout).strip()[-300:]}") from None
+        if one_file and too_large:
+            raise FileTooLarge(too_large[0][0], too_large[0][1], MAX_READ_BYTES)
         if len(out) >= MAX_MATCHES:
             out.append(f"[stopped at {MAX_MATCHES} matches; narrow the pattern or the path]")
         return truncate("\n".join(out)) if out else "(no match)"
