@@ -95,7 +95,7 @@ async def stdio_bare(n: int) -> tuple[float, list[float]]:
 
 
 async def serve_inproc(n: int, task: Task, db: Path) -> tuple[float, list[float]]:
-    from clawsdk.mcp.serve import ServeConfig, hosting
+    from clawsdk.serve import ServeConfig, hosting
 
     t = time.perf_counter()
     async with hosting(ServeConfig(task=task, db=db, run_id="bench-inproc", sandbox="local")) as host:

@@ -136,7 +136,7 @@ async def bench_run(
     The judge of rubric/hybrid verifiers is `judge_model`, else the one the manifest pins
     (through $CLAWSDK_JUDGE while the run lasts), else whatever $CLAWSDK_JUDGE says.
     """
-    from clawsdk.runtime.runner import new_run_id
+    from clawsdk.runtime.ids import new_run_id
     from clawsdk.sandbox.hostdir import check_root
 
     # before anything is recorded: a root that cannot hold workspaces makes every rollout unscored

@@ -40,7 +40,7 @@ def serve_command(db, port, host, public, open_browser):
 
     Every page needs a login: Datasette prints a one-time URL that logs the browser in (the store
     holds the tasks' hidden verifier files). Ctrl-C stops it."""
-    from clawsdk.mcp.http import is_loopback
+    from clawsdk._http import is_loopback
     from clawsdk.store.datasette import metadata
 
     if not is_loopback(host) and not public:

@@ -102,7 +102,7 @@ def run_and_watch(run_id: str | None, db: str | None) -> None:
     import subprocess
 
     from clawsdk.cli.watch_cmd import watch_command
-    from clawsdk.runtime.runner import new_run_id
+    from clawsdk.runtime.ids import new_run_id
     from clawsdk.store.store import Store, default_db_path
 
     run_id = run_id or new_run_id()

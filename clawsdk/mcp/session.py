@@ -21,7 +21,8 @@ from mcp import Client
 
 from clawsdk._text import printable, printable_data
 from clawsdk.errors import AgentError, SandboxError
-from clawsdk.mcp.toolhost.boundary import HOSTED_SEPARATOR, Boundary
+from clawsdk.mcp.toolhost.boundary import Boundary
+from clawsdk.mcp.toolhost.inside import SEPARATOR as HOSTED_SEPARATOR
 from clawsdk.mcp.toolkit import bounded_result
 from clawsdk.models.prompt import FINISH_TOOL
 from clawsdk.runtime.recorder import Recorder

@@ -8,8 +8,8 @@ domain tools whose `instructions` are the SKILL.md body.
 from __future__ import annotations
 
 import functools
-import json
 import inspect
+import json
 import re
 import shutil
 from collections.abc import Callable, Iterable

@@ -30,9 +30,9 @@ from clawsdk.verify.verdict import Verdict, VerifyContext
 
 if TYPE_CHECKING:
     from clawsdk.plugins import Registry
-    from clawsdk.store.writer import StoreWriter
     from clawsdk.runtime.agent import Agent
     from clawsdk.sandbox.base import Sandbox
+    from clawsdk.store.writer import StoreWriter
     from clawsdk.tasks.model import Task
 
 log = logging.getLogger(__name__)

@@ -9,13 +9,10 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import json
 import logging
 import os
 import re
-import secrets
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,10 +24,10 @@ import anyio
 from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.agent import Agent
-from clawsdk.runtime.recorder import Recorder
-from clawsdk.runtime.rollout import record_cancelled, record_ending, record_start
-from clawsdk.runtime.rollout import first_leaf
 from clawsdk.runtime.executor import Executor, RolloutJob
+from clawsdk.runtime.ids import new_run_id, rollout_id
+from clawsdk.runtime.recorder import Recorder
+from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle
 from clawsdk.sandbox.hostdir import check_root
@@ -39,15 +36,6 @@ from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task
 
 log = logging.getLogger(__name__)
-
-
-def rollout_id(run_id: str, task_id: str, sample: int) -> str:
-    digest = hashlib.sha256(f"{run_id}\x00{task_id}\x00{sample}".encode()).hexdigest()
-    return "r" + digest[:15]
-
-
-def new_run_id() -> str:
-    return dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 @dataclass
@@ -348,7 +336,7 @@ def recorded(options: dict[str, Any] | None) -> dict[str, Any]:
     """Agent options as the store keeps them: a key, token, secret or password as "***", a URL without its
     user, password and query (`--agent-opt api_key=sk-...` and http://user:PW@host/v1?key=K were kept in
     the run's config as given)."""
-    from clawsdk.mcp.proxy import public_url
+    from clawsdk._http import public_url
 
     out: dict[str, Any] = {}
     for k, v in (options or {}).items():

@@ -209,7 +209,7 @@ def cache_key(judge_id: str, model: Any, options: dict[str, Any]) -> str:
     key = judge_id
     url = getattr(model, "base_url", None) or options.get("base_url")
     if url:
-        from clawsdk.mcp.proxy import public_url
+        from clawsdk._http import public_url
 
         key += f"@{public_url(str(url))}"
     rest = {k: v for k, v in options.items() if k not in TRANSPORT_OPTIONS}

@@ -52,7 +52,7 @@ class HarnessAgent(Agent):
         self.proxy_host = proxy_host
 
     async def run(self, ctx: AgentContext) -> None:
-        from clawsdk.mcp.proxy import ModelProxy, serving
+        from clawsdk.proxy import ModelProxy, serving
 
         # Whatever stops the command from starting is the setup's failure, unscored: never the agent's zero.
         sandbox = ctx.sandbox

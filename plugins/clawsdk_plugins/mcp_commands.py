@@ -57,7 +57,7 @@ def _token_from_env(token_env: str | None) -> str | None:
 
 
 def _exposure_warning(host: str, what: str) -> None:
-    from clawsdk.mcp.http import is_loopback
+    from clawsdk._http import is_loopback
 
     if not is_loopback(host):
         _err(f"warning: binding {host} exposes {what} beyond this machine (the token still applies)")
@@ -104,8 +104,8 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     """
     import anyio
 
-    from clawsdk.mcp.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
-    from clawsdk.runtime.runner import new_run_id
+    from clawsdk.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
+    from clawsdk.runtime.ids import new_run_id
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
 
@@ -175,7 +175,8 @@ def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, 
     response is recorded as model_request/model_response events of one rollout in the store."""
     import anyio
 
-    from clawsdk.mcp.proxy import public_url, run_proxy
+    from clawsdk._http import public_url
+    from clawsdk.proxy import run_proxy
 
     token = _token_from_env(token_env)
     the_task = _one_task(task_spec) if task_spec else None

@@ -34,7 +34,7 @@ MAY_IMPORT = {
 #: the one sanctioned upward edge: `clawsdk watch` starts the TUI (textual loads there and nowhere else)
 UPWARD_EXCEPTIONS = {("clawsdk.cli.watch_cmd", "clawsdk_tui")}
 #: inside the core: the engine never imports the applications or the CLI built on it
-CORE_ENGINE = ("tasks", "models", "store", "sandbox", "mcp", "runtime", "verify", "train", "plugins",
+CORE_ENGINE = ("tasks", "models", "store", "sandbox", "mcp", "runtime", "serve", "proxy", "verify", "train", "plugins",
                "errors", "hookspecs")
 #: built on the engine: synthesis, data, benchmarks, the conformance kits, the CLI
 CORE_APPLICATIONS = ("data", "synth", "bench", "testing", "cli")

@@ -12,7 +12,7 @@ import anyio
 from mcp import Client
 
 from clawsdk import Store, load_tasks, run_sync
-from clawsdk.mcp.serve import ServeConfig, hosting
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.mcp.session import ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.recorder import Recorder

@@ -15,8 +15,8 @@ import anyio
 import httpx2
 import pytest
 
-from clawsdk.mcp import http
-from clawsdk.mcp.proxy import serving
+from clawsdk import _http as http
+from clawsdk.proxy import serving
 from clawsdk.sandbox.limits import IsolationOptions
 from tests.asgi import request_body
 from tests.conftest import make_task

@@ -11,7 +11,7 @@ import textwrap
 
 import anyio
 
-from clawsdk.mcp.proxy import serving
+from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task

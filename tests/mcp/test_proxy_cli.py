@@ -14,7 +14,7 @@ import subprocess
 import httpx2
 import pytest
 
-from clawsdk.mcp.http import is_loopback
+from clawsdk._http import is_loopback
 from tests.conftest import make_task
 from tests.mcp.serve_proc import CLAWSDK
 

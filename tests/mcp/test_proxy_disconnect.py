@@ -14,7 +14,7 @@ import textwrap
 import anyio
 import httpx2
 
-from clawsdk.mcp.proxy import SHUTDOWN_GRACE_S, ModelProxy, serving
+from clawsdk.proxy import SHUTDOWN_GRACE_S, ModelProxy, serving
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store

@@ -9,7 +9,7 @@ import textwrap
 import anyio
 import httpx2
 
-from clawsdk.mcp.proxy import ModelProxy, serving
+from clawsdk.proxy import ModelProxy, serving
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store

@@ -8,7 +8,7 @@ import json
 import anyio
 import httpx2
 
-from clawsdk.mcp.proxy import ModelProxy, serving
+from clawsdk.proxy import ModelProxy, serving
 from clawsdk.runtime.recorder import Recorder
 from tests.asgi import request_body
 

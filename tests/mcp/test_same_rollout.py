@@ -7,7 +7,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from clawsdk.mcp.serve import ServeConfig, hosting
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 
 from clawsdk.errors import VerifierError
-from clawsdk.mcp.serve import ServeConfig, hosting
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.plugins import get_registry
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task

@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from clawsdk.mcp.serve import RolloutHost, ServeConfig, hosting
+from clawsdk.serve import RolloutHost, ServeConfig, hosting
 from clawsdk.plugins import get_registry
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from clawsdk.mcp.http import MAX_BODY
+from clawsdk._http import MAX_BODY
 from clawsdk.store.store import Store
 from tests.conftest import make_task
 from tests.mcp.serve_proc import CLAWSDK

@@ -78,7 +78,7 @@ def main() -> None:
 
     import anyio
 
-    from clawsdk.mcp.proxy import serving
+    from clawsdk.proxy import serving
     from clawsdk.tasks.sources import load_tasks
 
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])

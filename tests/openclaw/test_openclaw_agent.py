@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from clawsdk.mcp.proxy import serving
+from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks

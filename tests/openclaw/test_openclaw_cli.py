@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
-from clawsdk.mcp.proxy import serving
+from clawsdk.proxy import serving
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.openclaw.config import ALWAYS_DENIED, SERVER_TOOLS

@@ -185,7 +185,7 @@ def test_a_request_that_is_not_openclaws_own_cannot_make_its_exit_the_model_serv
     exit right after the model server "failed its last call" was an unscored model_error."""
     import httpx2
 
-    from clawsdk.mcp.proxy import ModelProxy, serving
+    from clawsdk.proxy import ModelProxy, serving
     from tests.asgi import request_body
 
     class Upstream:  # a tool call for the first request; 503 for any request whose last message says "fail"

@@ -75,7 +75,7 @@ def test_an_mcp_client_gets_a_listing_it_can_send_as_json(tmp_path, db):
     import anyio
     from mcp import Client
 
-    from clawsdk.mcp.serve import ServeConfig, hosting
+    from clawsdk.serve import ServeConfig, hosting
     from clawsdk.tasks.native import load_task
     from tests.conftest import make_task
 

@@ -10,8 +10,9 @@ import anyio
 import httpx2
 import pytest
 
-from clawsdk.mcp import proxy as proxy_module
-from clawsdk.mcp.proxy import ModelProxy, public_url, serving
+from clawsdk.proxy import model_proxy as proxy_module
+from clawsdk._http import public_url
+from clawsdk.proxy import ModelProxy, serving
 from clawsdk.runtime.recorder import Recorder
 from tests.asgi import request_body
 

@@ -132,7 +132,7 @@ def test_a_proxy_whose_store_refuses_a_write_stops_and_ends_its_rollout(tmp_path
     import httpx2
 
     from clawsdk.errors import StoreError
-    from clawsdk.mcp.proxy import run_proxy
+    from clawsdk.proxy import run_proxy
 
     def refuse(self, rows):
         raise sqlite3.OperationalError("database or disk is full")

@@ -7,7 +7,6 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from clawsdk.mcp.toolhost.client import ToolHost
-from clawsdk.mcp.toolhost.inside import SEPARATOR as HOSTED_SEPARATOR
 from clawsdk.mcp.toolhost.inside import SPEC_VERSION
 from clawsdk.sandbox import toolruntime
 

@@ -40,7 +40,7 @@ async def serve_http(server: Any, *, host: str = "127.0.0.1", port: int = 0, tok
     """Serve over streamable HTTP at http://HOST:PORT/mcp, every request needing `Authorization: Bearer TOKEN`."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from clawsdk.mcp.http import BearerAuth, ValidBodies, bind, is_loopback, uvicorn_server
+    from clawsdk._http import BearerAuth, ValidBodies, bind, is_loopback, uvicorn_server
 
     token = token or secrets.token_urlsafe(32)
     sock = bind(host, port)

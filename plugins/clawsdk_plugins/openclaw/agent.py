@@ -100,7 +100,7 @@ class OpenClawAgent(Agent):
             raise ValueError(_refusal(sandbox))
 
     async def run(self, ctx: AgentContext) -> None:
-        from clawsdk.mcp.proxy import ModelProxy, serving
+        from clawsdk.proxy import ModelProxy, serving
 
         sandbox = ctx.sandbox
         host_home = getattr(sandbox, "home", None)

@@ -1,5 +1,6 @@
-"""HTTP plumbing of `clawsdk serve`: bearer-token auth, request-body validation, the listening socket,
-and a uvicorn server that leaves signals to the caller."""
+"""HTTP plumbing of clawsdk's servers (`clawsdk serve`, the model proxy, `clawsdk skills serve`): bearer-token
+auth, request-body validation, the listening socket, a uvicorn server that leaves signals to the caller, and
+URLs as records keep them."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import logging
 import socket
 import time
 from typing import Any
+from urllib.parse import urlparse, urlunparse
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
@@ -261,3 +263,13 @@ def bind(host: str, port: int) -> socket.socket:
     sock.listen(128)
     sock.setblocking(False)
     return sock
+
+
+def public_url(url: str) -> str:
+    """`url` without user, password, query and fragment: what may appear in a message to the agent, a log
+    or the store (http://user:PW@host/v1?key=K used to reach all three as it was given)."""
+    parsed = urlparse(url.strip())
+    host = parsed.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = host + (f":{parsed.port}" if parsed.port else "")
+    return urlunparse((parsed.scheme, netloc, parsed.path, "", "", "")).rstrip("/")

@@ -21,11 +21,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse, urlunparse
+from urllib.parse import urlparse
 
 import anyio
 
-from clawsdk.mcp.http import no_json_constant
+from clawsdk._http import no_json_constant, public_url
 from clawsdk.models.completion import MalformedAnswer, capped, read_completion
 
 if TYPE_CHECKING:
@@ -46,16 +46,6 @@ SHUTDOWN_GRACE_S = 5.0
 #: the client's doing (a harness could hang up on a healthy server at will and make its own failure unscored).
 HUNG_AFTER_S = 30.0
 
-
-
-def public_url(url: str) -> str:
-    """`url` without user, password, query and fragment: what may appear in a message to the agent, a log
-    or the store (http://user:PW@host/v1?key=K used to reach all three as it was given)."""
-    parsed = urlparse(url.strip())
-    host = parsed.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    netloc = host + (f":{parsed.port}" if parsed.port else "")
-    return urlunparse((parsed.scheme, netloc, parsed.path, "", "", "")).rstrip("/")
 
 
 def _merge_delta(acc: dict[str, Any], delta: dict[str, Any]) -> None:
@@ -461,7 +451,7 @@ async def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, uds: str 
     """
     import socket
 
-    from clawsdk.mcp.http import bind, uvicorn_server
+    from clawsdk._http import bind, uvicorn_server
 
     if uds is not None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -487,8 +477,8 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
                     on_ready: Callable[[str, str, str], None] | None = None) -> None:
     """`clawsdk proxy`: record every call through this proxy as one rollout until interrupted."""
     from clawsdk.errors import FailureKind
+    from clawsdk.runtime.ids import new_run_id, rollout_id
     from clawsdk.runtime.recorder import Recorder
-    from clawsdk.runtime.runner import new_run_id, rollout_id
     from clawsdk.store.store import Store
     from clawsdk.store.writer import StoreWriter
     from clawsdk.tasks.model import Task
