@@ -90,6 +90,8 @@ class ToolResult:
     text: str
     is_error: bool = False
     structured: Any = None
+    #: seconds this call spent starting the tool host inside the sandbox (its first call), not the tool's
+    host_start_s: float | None = None
 
 
 def _text_of(result: Any) -> str:
@@ -225,11 +227,14 @@ class ToolSession:
             return ToolResult(f"the arguments of {name!r} {problem}; send a JSON object", is_error=True)
         if spec is None:
             return ToolResult(f"unknown tool {name!r}; available: {', '.join(self.specs)}", is_error=True)
-        # a little past the tool's own timeout, so a tool that honours it can report first
-        with anyio.move_on_after(self.limits.tool_timeout_s + 5) as scope:
+        # a little past the tool's own timeout, so a tool that honours it can report first; a tool behind the
+        # boundary is held to its time there (its process's start has a budget of its own)
+        outer = math.inf if spec.host is not None else self.limits.tool_timeout_s + 5
+        host_start_s = None
+        with anyio.move_on_after(outer) as scope:
             try:
                 if spec.host is not None:  # behind the boundary: a timeout or a crash there is a tool error
-                    raw = await spec.host.call_tool(spec.remote_name, args, public=name)
+                    raw, host_start_s = await spec.host.call_tool(spec.remote_name, args, public=name)
                 else:
                     raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
             except Exception as e:  # tool errors come back as results; an exception is a broken server
@@ -244,7 +249,7 @@ class ToolSession:
         text, structured = printable(text), printable_data(structured)
         if structured == {"result": text}:  # a plain-text tool: the text says it all
             structured = None
-        return ToolResult(text, bool(raw.is_error), structured)
+        return ToolResult(text, bool(raw.is_error), structured, host_start_s)
 
     async def _record_result(self, call: int, name: str, result: ToolResult, started: float, *,
                              cancelled: bool = False) -> None:
@@ -257,6 +262,8 @@ class ToolSession:
             payload["cancelled"] = True
         if result.structured is not None:
             payload["structured"] = result.structured
+        if result.host_start_s is not None:
+            payload["tool_host_start_ms"] = round(result.host_start_s * 1000, 1)
         ms = (time.perf_counter() - started) * 1000
         with anyio.CancelScope(shield=True):  # a cancellation here would lose a result the call already has
             await self.recorder.record("tool_result", payload, duration_ms=ms)

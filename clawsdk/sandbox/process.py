@@ -85,6 +85,21 @@ class ChildProcess(SandboxProcess):
         self._kill_group(self.proc.pid)
 
 
+#: how long a process behind the boundary has to exit once its stdin is closed, before it is killed
+WIND_DOWN_S = 2.0
+
+
+async def wind_down(proc: SandboxProcess) -> None:
+    """MCP's shutdown: close its stdin, give it WIND_DOWN_S to exit (a server exits on end of input, and its
+    CPU time is then counted where its parent waits for it), then the caller kills what is left."""
+    if proc.returncode is not None:
+        return
+    with contextlib.suppress(Exception):
+        await proc.stdin.aclose()
+    with anyio.move_on_after(WIND_DOWN_S):
+        await proc.wait()
+
+
 @contextlib.asynccontextmanager
 async def child_process(argv: Sequence[str], *, cwd: str, env: dict[str, str], kill_group: Any,
                         groups: set[int] | None = None) -> AsyncIterator[ChildProcess]:
@@ -100,6 +115,8 @@ async def child_process(argv: Sequence[str], *, cwd: str, env: dict[str, str], k
             try:
                 yield child
             finally:
+                with anyio.CancelScope(shield=True):
+                    await wind_down(child)
                 kill_group(proc.pid)
                 tg.cancel_scope.cancel()
     finally:

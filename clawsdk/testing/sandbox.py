@@ -234,6 +234,39 @@ async def check_timeout_kills_children(factory: Factory, config: SandboxConfig) 
 
 
 @_check
+async def check_spawn_runs_behind_the_boundary(factory: Factory, config: SandboxConfig) -> None:
+    """`spawn` starts a long-lived process in the workspace: its stdin and stdout are pipes, its memory limit
+    holds, and leaving the context stops it with what it started (the tools that read the agent's files run
+    this way)."""
+    from clawsdk.sandbox.base import ProcessLimits
+
+    async with _Opened(factory, config) as o:
+        sb = await o.start(_task(**{"in.txt": "spawned\n"}))
+        marker = f"clawsdk-spawned-{secrets.token_hex(4)}"
+        script = f'(exec -a {marker} sleep 300) & touch started; while read -r line; do cat "$line"; done'
+        try:
+            spawned = sb.spawn(["bash", "-c", script])
+        except NotImplementedError as e:
+            raise CheckSkipped(f"the backend does not run processes behind its boundary: {e}") from None
+        with anyio.fail_after(60):
+            async with spawned as proc:
+                for _ in range(2):  # a dialogue, not one exchange
+                    await proc.stdin.send(b"in.txt\n")
+                    got = b""
+                    while not got.endswith(b"\n"):
+                        got += await proc.stdout.receive()
+                    assert got == b"spawned\n", f"a spawned process's answer through its stdout: {got!r}"
+            # (the pattern's last letter in brackets: it must not match the command that looks for it)
+            r = await sb.exec(f"test -e started && ! pgrep -f '{marker[:-1]}[{marker[-1]}]'", timeout=30)
+            assert r.exit_code == 0, "what a spawned process started still runs after its context was left"
+            async with sb.spawn(["python3", "-c", "bytearray(512 * 2**20)"],
+                                limits=ProcessLimits(memory_mb=256)) as proc:
+                code = await proc.wait()
+            assert code != 0 and "MemoryError" in proc.stderr_tail(), (
+                f"a 512 MiB allocation under a 256 MiB limit exited {code}: {proc.stderr_tail()[-300:]!r}")
+
+
+@_check
 async def check_env_and_cwd(factory: Factory, config: SandboxConfig) -> None:
     """Commands start in the workspace (or the given folder) with the given environment."""
     async with _Opened(factory, config) as o:

@@ -38,7 +38,7 @@ from clawsdk.sandbox import toolruntime
 from clawsdk.sandbox.base import Capabilities, ExecResult, ProcessLimits, SandboxConfig, SandboxProcess
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
-from clawsdk.sandbox.process import StderrTail, rlimit_args
+from clawsdk.sandbox.process import StderrTail, rlimit_args, wind_down
 from clawsdk.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -411,13 +411,16 @@ class DockerSandbox(IsolatedHostDirSandbox):
             raise SandboxError(f"docker exec failed: {type(e).__name__}: {e}") from e
         stream = await anyio.abc.SocketStream.from_socket(socket.socket(fileno=fd))
         proc = DockerProcess(stream, exec_id, api)
+        await proc.note_pid()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(proc.pump)
                 try:
                     yield proc
                 finally:
-                    await proc.kill()
+                    with anyio.CancelScope(shield=True):
+                        await wind_down(proc)
+                        await proc.kill()
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
@@ -497,16 +500,22 @@ class DockerProcess(SandboxProcess):
         await self._ended.wait()
         return -9 if self._code is None else self._code
 
-    async def kill(self) -> None:
-        """SIGKILL its process group from the host (docker runs it under this host's kernel)."""
-        if self._pid is None:
+    async def note_pid(self) -> None:
+        """Its host pid, taken while it runs: its process group keeps that number for as long as anything it
+        started lives (a docker exec leads a session and a group of its own)."""
+        for _ in range(50):  # the engine says 0 until the process has started
             try:
                 info = await blocking(self.api.exec_inspect, self.exec_id)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the container is gone
                 return
-            if not info.get("Running"):
+            if info.get("Pid") or not info.get("Running", True):
+                self._pid = info.get("Pid") or None
                 return
-            self._pid = info.get("Pid") or None
+            await anyio.sleep(0.02)
+
+    async def kill(self) -> None:
+        """SIGKILL its process group from the host (docker runs it under this host's kernel), also once the
+        process itself has ended and what it started holds on."""
         if self._pid:
             for kill in (lambda: os.killpg(self._pid, signal.SIGKILL), lambda: os.kill(self._pid, signal.SIGKILL)):
                 with contextlib.suppress(OSError):
