@@ -101,6 +101,21 @@ async def wind_down(proc: SandboxProcess) -> None:
 
 
 @contextlib.asynccontextmanager
+async def serving(proc: SandboxProcess, pump: Any) -> AsyncIterator[SandboxProcess]:
+    """Run `pump` (what moves the process's output) while the caller uses `proc`; then wind it down, kill
+    what is left and stop the pump."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        try:
+            yield proc
+        finally:
+            with anyio.CancelScope(shield=True):
+                await wind_down(proc)
+                await proc.kill()
+            tg.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
 async def child_process(argv: Sequence[str], *, cwd: str, env: dict[str, str], kill_group: Any,
                         groups: set[int] | None = None) -> AsyncIterator[ChildProcess]:
     """Start `argv` as a child in a session of its own; leaving kills its group and reaps it."""
@@ -110,15 +125,8 @@ async def child_process(argv: Sequence[str], *, cwd: str, env: dict[str, str], k
         groups.add(proc.pid)
     child = ChildProcess(proc, kill_group)
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(child.drain_stderr)
-            try:
-                yield child
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await wind_down(child)
-                kill_group(proc.pid)
-                tg.cancel_scope.cancel()
+        async with serving(child, child.drain_stderr):
+            yield child
     finally:
         kill_group(proc.pid)
         with anyio.CancelScope(shield=True), anyio.move_on_after(5):

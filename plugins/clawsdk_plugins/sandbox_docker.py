@@ -38,7 +38,7 @@ from clawsdk.sandbox import toolruntime
 from clawsdk.sandbox.base import Capabilities, ExecResult, ProcessLimits, SandboxConfig, SandboxProcess
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
-from clawsdk.sandbox.process import StderrTail, rlimit_args, wind_down
+from clawsdk.sandbox.process import StderrTail, rlimit_args, serving
 from clawsdk.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -413,15 +413,8 @@ class DockerSandbox(IsolatedHostDirSandbox):
         proc = DockerProcess(stream, exec_id, api)
         await proc.note_pid()
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(proc.pump)
-                try:
-                    yield proc
-                finally:
-                    with anyio.CancelScope(shield=True):
-                        await wind_down(proc)
-                        await proc.kill()
-                    tg.cancel_scope.cancel()
+            async with serving(proc, proc.pump):
+                yield proc
         finally:
             with anyio.CancelScope(shield=True):
                 await proc.kill()
