@@ -17,6 +17,8 @@ Checks, through a real in-process MCP client on a fresh local sandbox:
   workspace and a NUL byte; no call may read, create or change anything outside the workspace.
 - errors: missing or wrongly typed arguments, and calls on an empty workspace, come back as tool
   errors (is_error with a message), never as crashes or protocol failures.
+- the boundary: a server whose tools run inside the sandbox (all but its `host_tools`) has a factory the
+  tool host can import by name there.
 """
 
 from __future__ import annotations
@@ -187,6 +189,15 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
             tools = (await client.list_tools()).tools
             report.tools = [t.name for t in tools]
             report.add("has tools", bool(tools) or manifest is not None, "the server offers no tools")
+            inside = sorted({t.name for t in tools} - set(getattr(server, "host_tools", ()) or ()))
+            if inside:
+                from clawsdk.sandbox.toolruntime import server_ref
+
+                report.add("runs behind the sandbox's boundary", server_ref(factory) is not None,
+                           f"its tools ({', '.join(inside[:5])}) run inside the sandbox, in a process that imports "
+                           f"the factory by name, and {getattr(factory, '__qualname__', factory)!r} cannot be "
+                           "imported (a closure, or a function of a script run as __main__): define it at the top "
+                           "level of a module")
             workspace = getattr(sandbox, "workspace", None)  # host-folder sandboxes: a ../../ path to `outside`
             relative_out = os.path.relpath(outside / "secret.txt", workspace) if workspace else None
             for tool in tools:

@@ -142,3 +142,36 @@ def test_a_server_answering_past_what_the_runner_reads_is_stopped():
         assert not (await session.call("note_add", {"text": "still here"})).is_error
 
     anyio.run(session_on, "local", probe_task(tool_output_chars=2048), body)
+
+
+def test_a_skill_whose_factory_cannot_be_imported_inside_is_refused_before_the_run(tmp_path):
+    """A closure (here, a plugin registered at run time) could never run its tools inside the sandbox: the
+    task is refused at the start, naming the skill and what to do, instead of every rollout ending unscored."""
+    from clawsdk import run_sync
+    from clawsdk.hookspecs import hookimpl
+    from clawsdk.mcp.toolkit import ToolServer
+    from clawsdk.plugins import register_plugin
+
+    def make(sandbox, task=None):
+        server = ToolServer("closure")
+
+        @server.tool()
+        async def parse(path: str) -> str:
+            """Parse a file."""
+            return "parsed"
+
+        return server
+
+    class Plugin:
+        @hookimpl
+        def register_skills(self, register):
+            register("closure-skill", make)
+
+    register_plugin(Plugin(), "closure-plugin")
+    task = Task(id="closure", instruction="use it", tools=["core", "closure-skill"],
+                solution=[{"tool": "parse", "args": {"path": "a.txt"}}])
+    result = run_sync([task], agent="oracle", sandbox="local", db=tmp_path / "c.db", retries=0)
+    assert result.outcomes == []
+    [error] = result.task_errors
+    assert "skill 'closure-skill': its tools (parse) run inside the sandbox" in str(error)
+    assert "define it at the top level of a module" in str(error)

@@ -289,6 +289,8 @@ def test_the_kit_catches_a_skill_that_escapes_crashes_or_lacks_a_description(tmp
     assert not report.ok
     assert "cat: path='link_out/secret.txt' stays in the workspace" in failed
     assert "boom: description" in failed and "boom: plain call does not crash" in failed
+    # a closure: the tool host inside the sandbox could not import it, so its tools could not run there
+    assert "runs behind the sandbox's boundary" in failed
     bad_md = tmp_path / "bad"
     bad_md.mkdir()
     (bad_md / "SKILL.md").write_text("---\nname: Bad Name\n---\nx\n")
