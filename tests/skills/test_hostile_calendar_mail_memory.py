@@ -1,9 +1,11 @@
-"""Hostile workspace files against the tool servers that run in the runner's process.
+"""Hostile workspace files against the calendar, mail and memory tools.
 
-The calendar, mail and memory tools parse the agent's files on the event loop every rollout shares: an .ics
-whose recurrence never reached its COUNT looped forever (the runner needed SIGKILL), and mail_list and
-memory_search read every file whole, so 150 sparse 16 MiB .eml files (no disk used) put 2.4 GB in the
-runner's memory. Each call now returns: an answer, or a tool error naming the cap.
+An .ics whose recurrence never reached its COUNT looped forever: a recurrence now ends past year 9999, where no
+later date exists (correctness, checked in-process). mail_list, mail_search and memory_search read every file
+they list whole: 150 sparse 16 MiB .eml files (no disk used) once put 2.4 GB in the runner's memory. They run
+behind the sandbox's boundary now, so instead of a per-call byte budget of their own, what they read is bounded
+by the tool host's memory limit: past it the agent reads that the tool ran out of memory, and the next call
+works (tests/skills/boundary.py, a real tool session).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import anyio
 import pytest
 
 import clawsdk_skills
-from clawsdk_tools.core import memory_server
+from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed
 from tests.tools.conftest import connected, task_with, text
 
 MIB = 2**20
@@ -30,25 +32,6 @@ def sparse(sb, path: str, size: int, head: bytes = b"") -> None:
     with open(p, "wb") as f:
         f.write(head)
         f.truncate(size)
-
-
-def count_reads(sb) -> list[int]:
-    """The sizes of what the tools read through the sandbox from now on."""
-    seen: list[int] = []
-    read_capped, read = sb.read_capped, sb.read
-
-    async def counted_capped(path, max_bytes=None):
-        data = await read_capped(path, max_bytes)
-        seen.append(len(data))
-        return data
-
-    async def counted(path):
-        data = await read(path)
-        seen.append(len(data))
-        return data
-
-    sb.read_capped, sb.read = counted_capped, counted
-    return seen
 
 
 @pytest.mark.timeout(20, method="signal")  # the loop is synchronous: only a signal stops a regression
@@ -72,56 +55,78 @@ def test_a_leap_day_rule_that_never_reaches_its_count_ends():
     anyio.run(main)
 
 
-def test_mail_list_refuses_a_mailbox_over_its_budget_without_reading_it():
-    """20 sparse 16 MiB messages (320 MiB, no disk used): refused by their sizes, nothing read."""
-    from clawsdk_skills.mail import server
+STANDUP = ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:standup\r\nSUMMARY:standup\r\n"
+           "DTSTART:20150105T090000Z\r\nDTEND:20150105T091500Z\r\nRRULE:FREQ=DAILY\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n")
 
-    cap = f"{getattr(server, 'MAX_MAILBOX_BYTES', 64 * MIB) // MIB} MiB"
-    ok = "From: a@b.test\nTo: me@example.com\nSubject: hi\nDate: Tue, 07 May 2024 09:00:00 +0000\n\nhello\n"
 
+def test_a_daily_series_that_began_years_ago_still_occurs_today():
+    """A recurrence is expanded as far as the asked range, however many occurrences came before it (a cap of
+    2,000 a rule once ended a daily series in mid-2020, and its later days were shown free)."""
     async def main():
-        async with connected(clawsdk_skills.factory("mail"), task_with({"mail/inbox/001.eml": ok})) as (c, sb):
-            for i in range(20):
-                sparse(sb, f"mail/inbox/big{i:02}.eml", 16 * MIB)
-            seen = count_reads(sb)
-            t = time.monotonic()
-            for tool, args in (("mail_list", {"folder": "inbox", "limit": 1}), ("mail_search", {"query": "hi"})):
-                r = await c.call_tool(tool, args)
-                assert r.is_error and f"over the {cap} {tool} reads in one call" in text(r), text(r)
-                assert "21 messages of 320.0 MiB" in text(r) and "mail_read" in text(r), text(r)
-            assert sum(seen) == 0, f"read {sum(seen) / MIB:.0f} MiB of a mailbox it refused"
-            assert time.monotonic() - t < 5
-            for i in range(20):
-                (sb.workspace / f"mail/inbox/big{i:02}.eml").unlink()
-            sparse(sb, "mail/inbox/002.eml", 2 * MIB, b"From: c@d.test\nSubject: padded\n\nbody\n")
-            r = await c.call_tool("mail_list", {"folder": "inbox"})  # under the budget: listed as before
-            assert not r.is_error, text(r)
-            assert [m["subject"] for m in r.structured_content["messages"]] == ["padded", "hi"], text(r)
-            r = await c.call_tool("mail_search", {"sender": "a@b.test"})
-            assert [m["id"] for m in r.structured_content["messages"]] == ["inbox/001.eml"], text(r)
+        async with connected(clawsdk_skills.factory("calendar"), task_with({"c.ics": STANDUP})) as (c, _):
+            r = await c.call_tool("calendar_events", {"path": "c.ics", "start": "2024-05-06", "end": "2024-05-07"})
+            assert [e["start"] for e in r.structured_content["events"]] == ["2024-05-06T09:00", "2024-05-07T09:00"]
+            r = await c.call_tool("calendar_free_slots", {"paths": ["c.ics"], "from_date": "2024-05-06",
+                                                          "to_date": "2024-05-06", "duration_minutes": 30})
+            assert r.structured_content["slots"] == [{"start": "2024-05-06T09:15", "end": "2024-05-06T17:00"}]
 
     anyio.run(main)
 
 
-def test_memory_search_refuses_memory_files_over_its_budget_without_reading_them():
-    """Memory files of text then a hole (what decode_text takes for text), 64 MiB together: refused."""
-    from clawsdk_tools import memory
+OK_MAIL = "From: a@b.test\nTo: me@example.com\nSubject: hi\nDate: Tue, 07 May 2024 09:00:00 +0000\n\nhello\n"
+PADDED = b"From: c@d.test\nSubject: padded\nDate: Wed, 08 May 2024 09:00:00 +0000\n\nbody\n"
 
-    cap = f"{getattr(memory, 'MAX_SEARCH_BYTES', 32 * MIB) // MIB} MiB"
+
+def test_a_mailbox_is_read_whole_and_one_past_the_tools_memory_is_its_tool_error():
+    """5 messages of 16 MiB (80 MiB, over the 64 MiB a call the skill once allowed) are listed and searched;
+    40 of them (640 MiB, sparse: no disk used) are past a 512 MiB tool memory limit: the agent reads that the
+    tool ran out of memory, and once they are gone the mailbox answers again."""
+    task = boundary_task(["mail"], {"mail/inbox/001.eml": OK_MAIL}, tool_memory_mb=512, tool_timeout_s=20)
 
     async def main():
-        async with connected(memory_server, task_with({"MEMORY.md": "# Notes\nThe Atlas vendor.\n"})) as (c, sb):
+        async with behind_boundary(task) as (session, sb):
+            for i in range(5):
+                sparse(sb, f"mail/inbox/big{i:02}.eml", 16 * MIB, PADDED)
+            r = await session.call("mail_list", {"folder": "inbox", "limit": 2})
+            assert not r.is_error, r.text[:300]
+            assert r.structured["total"] == 6 and [m["id"] for m in r.structured["messages"]] == \
+                ["inbox/001.eml", "inbox/big00.eml"], r.text[:300]
+            r = await session.call("mail_search", {"sender": "a@b.test"})
+            assert [m["id"] for m in r.structured["messages"]] == ["inbox/001.eml"], r.text[:300]
+            for i in range(5, 40):
+                sparse(sb, f"mail/inbox/big{i:02}.eml", 16 * MIB, PADDED)
+            for tool, args in (("mail_list", {"folder": "inbox", "limit": 1}), ("mail_search", {"query": "hi"})):
+                r, took = await timed(session, tool, args)
+                assert stopped_at_its_limit(r, took, task, tool) == "memory"
+            for i in range(40):
+                (sb.workspace / f"mail/inbox/big{i:02}.eml").unlink()
+            r = await session.call("mail_list", {"folder": "inbox"})
+            assert not r.is_error and [m["subject"] for m in r.structured["messages"]] == ["hi"], r.text[:300]
+
+    anyio.run(main)
+
+
+def test_memory_files_are_searched_whole_and_past_the_tools_memory_it_says_so():
+    """Memory files of text then a hole (what decode_text takes for text): 64 MiB of them (over the 32 MiB a
+    call memory_search once allowed) are searched; 640 MiB are past a 256 MiB tool memory limit."""
+    task = boundary_task(["memory"], {"MEMORY.md": "# Notes\nThe Atlas vendor.\n"}, tool_memory_mb=256,
+                         tool_timeout_s=20)
+
+    async def main():
+        async with behind_boundary(task) as (session, sb):
             for i in range(4):
                 sparse(sb, f"memory/day{i}.md", 16 * MIB, b"Atlas notes\n" * 1000)
-            seen = count_reads(sb)
-            r = await c.call_tool("memory_search", {"query": "Atlas"})
-            assert r.is_error and f"over the {cap} memory_search reads in one call" \
-                in text(r), text(r)
-            assert "the 5 memory files" in text(r) and "64.0 MiB" in text(r), text(r)
-            assert sum(seen) == 0, f"read {sum(seen) / MIB:.0f} MiB of memory files it refused"
-            for i in range(4):
+            r = await session.call("memory_search", {"query": "vendor"})
+            assert not r.is_error, r.text[:300]
+            assert r.structured["searched_files"] == 5
+            assert [h["path"] for h in r.structured["results"]] == ["MEMORY.md"], r.text[:300]
+            for i in range(4, 40):
+                sparse(sb, f"memory/day{i}.md", 16 * MIB, b"Atlas notes\n" * 1000)
+            r, took = await timed(session, "memory_search", {"query": "Atlas"})
+            assert stopped_at_its_limit(r, took, task, "memory_search") == "memory"
+            for i in range(40):
                 (sb.workspace / f"memory/day{i}.md").unlink()
-            r = await c.call_tool("memory_search", {"query": "Atlas"})
-            assert not r.is_error and r.structured_content["results"][0]["path"] == "MEMORY.md", text(r)
+            r = await session.call("memory_search", {"query": "Atlas"})
+            assert not r.is_error and r.structured["results"][0]["path"] == "MEMORY.md", r.text[:300]
 
     anyio.run(main)

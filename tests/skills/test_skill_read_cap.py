@@ -1,8 +1,10 @@
 """The skill packs read workspace files through the cap the core file tools keep (MAX_READ_BYTES, 16 MiB).
 
-They run in the runner's process, which every rollout shares, and read with an uncapped `sandbox.read`: a
-1 GiB file the agent wrote (what `file_mb` allows) went whole into the runner's memory, and a DOCX of a
-few KiB could unpack gigabytes there. Now a file over the cap is a tool error naming it, its size and the limit.
+That cap is the sandbox file API's contract (`Sandbox.read_capped`), the same in the runner and in the tool
+host inside the sandbox: a file over it is a tool error naming it, its size and the limit, and nothing of it is
+read. What a file under it unpacks to (a DOCX or XLSX of a few KiB can unpack to gigabytes) is no longer a cap of
+the skill's: it is bounded by the tool host's memory limit (`limits.tool_memory_mb`), and the agent reads that
+the tool ran out of memory.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 import clawsdk_skills
 from clawsdk.sandbox.base import MAX_READ_BYTES
+from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed
 from tests.tools.conftest import connected, task_with, text
 
 MIB = MAX_READ_BYTES // 2**20
@@ -37,7 +40,7 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def test_a_sparse_gigabyte_is_a_tool_error_without_reaching_the_runners_memory():
+def test_a_sparse_gigabyte_is_a_tool_error_without_being_read():
     async def main():
         async with connected(clawsdk_skills.factory("spreadsheets"), task_with({"a.csv": "x\n1\n"})) as (c, sb):
             sparse(sb, "big.csv", GIB)
@@ -45,7 +48,7 @@ def test_a_sparse_gigabyte_is_a_tool_error_without_reaching_the_runners_memory()
             r = await c.call_tool("sheet_read", {"path": "big.csv"})
             grew = peak_mib() - before
             assert r.is_error and too_big("big.csv", GIB) in text(r), text(r)
-            assert grew < 256, f"the runner's peak grew by {grew:.0f} MiB reading a file it refused"
+            assert grew < 256, f"the process's peak grew by {grew:.0f} MiB reading a file it refused"
             r = await c.call_tool("sheet_read", {"path": "a.csv"})  # the server still answers
             assert not r.is_error and r.structured_content["rows"] == [["1"]], text(r)
 
@@ -111,37 +114,42 @@ def zipped(parts: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def test_an_archive_that_unpacks_past_the_cap_is_refused_before_it_is_unpacked():
-    """A DOCX or XLSX under the cap whose parts deflate a thousandfold: refused by the sizes its entries give."""
+def bomb_docx(unpacked: int) -> bytes:
+    """A DOCX whose word/document.xml unpacks to about `unpacked` bytes (spaces, deflated a thousandfold), built
+    a piece at a time."""
     from clawsdk_skills.documents.server import markdown_to_docx
 
-    big = MAX_READ_BYTES * 4  # 64 MiB of spaces: about 64 KiB deflated
     with zipfile.ZipFile(io.BytesIO(markdown_to_docx("# Title\n\nbody\n"))) as z:
         parts = {i.filename: z.read(i) for i in z.infolist()}
-    doc = parts["word/document.xml"]
-    bomb = zipped(parts | {"word/document.xml": doc.replace(b"<w:body>", b"<w:body>" + b" " * big, 1)})
-    assert len(bomb) < 2**20
+    head, tail = parts.pop("word/document.xml").split(b"<w:body>", 1)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for name, data in parts.items():
+            z.writestr(name, data)
+        with z.open("word/document.xml", "w", force_zip64=True) as f:
+            f.write(head + b"<w:body>")
+            chunk = b" " * (16 * 2**20)
+            for _ in range(unpacked // len(chunk)):
+                f.write(chunk)
+            f.write(tail)
+    return buf.getvalue()
+
+
+def test_an_archive_that_unpacks_past_the_tools_memory_is_its_tool_error_and_the_next_call_works():
+    """A 3 MB DOCX whose part unpacks to 640 MiB, under a 512 MiB tool memory limit: the call answers that the
+    tool ran out of memory (within the tool time limit), and the same tool reads the next file."""
+    from clawsdk_skills.documents.server import markdown_to_docx
+
+    bomb = bomb_docx(640 * 2**20)
+    assert len(bomb) < 4 * 2**20
+    task = boundary_task(["documents"], {"bomb.docx": bomb, "ok.docx": markdown_to_docx("# Title\n\nbody\n")},
+                         tool_memory_mb=512, tool_timeout_s=20)
 
     async def main():
-        async with connected(clawsdk_skills.factory("documents"), task_with()) as (c, sb):
-            (sb.workspace / "bomb.docx").write_bytes(bomb)
-            (sb.workspace / "ok.docx").write_bytes(markdown_to_docx("# Title\n\nbody\n"))
-            r = await c.call_tool("doc_read", {"path": "bomb.docx"})
-            assert r.is_error and "bomb.docx: its part word/document.xml unpacks to 64.0 MiB, over the " \
-                                  f"{MIB} MiB read of one file" in text(r), text(r)
-            r = await c.call_tool("doc_read", {"path": "ok.docx"})
-            assert not r.is_error and "# Title" in text(r), text(r)
-
-        pytest.importorskip("openpyxl")
-        async with connected(clawsdk_skills.factory("spreadsheets"), task_with()) as (c, sb):
-            await c.call_tool("sheet_write", {"path": "ok.xlsx", "rows": [[1, 2]], "header": ["a", "b"]})
-            with zipfile.ZipFile(sb.workspace / "ok.xlsx") as z:
-                parts = {i.filename: z.read(i) for i in z.infolist()}
-            many = {f"xl/media/pad{i}.bin": b"\0" * (MAX_READ_BYTES - 1) for i in range(5)}  # each under the cap
-            (sb.workspace / "wide.xlsx").write_bytes(zipped(parts | many))
-            r = await c.call_tool("sheet_read", {"path": "wide.xlsx"})
-            assert r.is_error and "wide.xlsx: its parts unpack to 80.0 MiB together" in text(r), text(r)
-            r = await c.call_tool("sheet_read", {"path": "ok.xlsx"})
-            assert not r.is_error and r.structured_content["rows"] == [[1, 2]], text(r)
+        async with behind_boundary(task) as (session, _):
+            r, took = await timed(session, "doc_read", {"path": "bomb.docx"})
+            assert stopped_at_its_limit(r, took, task, "doc_read") == "memory"
+            r = await session.call("doc_read", {"path": "ok.docx"})
+            assert not r.is_error and r.text == "# Title\nbody", r.text
 
     anyio.run(main)

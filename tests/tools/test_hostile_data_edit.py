@@ -1,14 +1,13 @@
-"""Hostile workspace files against tools that run in the runner's process (on the event loop every rollout
-shares): a YAML alias bomb or an oversized YAML file for the data skill, an `edit` whose replace_all would
-blow a file up, and a tool answering far more than any agent should read. Each must come back at once as a
-clear tool error or a bounded result. Every test has a timeout, so a regression fails instead of hanging."""
+"""Hostile workspace files against the data skill and the core `edit`, and a tool answering far more than any
+agent should read.
+
+The data skill runs behind the sandbox's boundary (tests/skills/boundary.py): a YAML alias bomb is no longer
+counted and refused by the skill, it costs the tool host's process, stopped at the tool time limit or its
+memory limit, and the agent reads which. `edit` and the result cap run in the runner: each must come back at
+once as a clear tool error or a bounded result. Every test has a timeout, so a regression fails instead of
+hanging."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import anyio
 import pytest
@@ -20,8 +19,8 @@ from clawsdk.mcp.toolkit import MAX_RESULT_CHARS
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.tasks.model import Limits
-from clawsdk_skills.data.server import MAX_YAML_BYTES
 from clawsdk_tools.core import core_server
+from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed
 from tests.tools.conftest import connected, task_with, text
 
 
@@ -32,84 +31,69 @@ def bomb(levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-# 10 ** 6 strings (plus the lists): past the million values the guard allows, yet small enough that the
-# unguarded code answered in about a second instead of hanging, so this test fails rather than stalls
-SMALL_BOMB = bomb(6)
-# the audit's file: 10 ** 12 strings, 69 s and 5.8 GB in data_get before the guard
+# the audit's file: 10 ** 12 strings from 634 bytes, 69 s and 5.8 GB in data_get when it ran in the runner
 AUDIT_BOMB = bomb(12)
 
 
 @pytest.mark.timeout(60)
-def test_data_skill_refuses_a_yaml_alias_bomb_at_once():
+def test_data_skill_refuses_a_document_that_contains_itself_and_reads_shared_parts():
+    """A part that holds itself has no JSON form (correctness, refused); aliases that merely share are read."""
     async def main():
-        files = {"bomb.yaml": SMALL_BOMB, "self.yaml": "a: &x [1, *x]\n", "ok.yaml": "a: &x [1, 2]\nb: *x\n"}
+        files = {"self.yaml": "a: &x [1, *x]\n", "ok.yaml": "a: &x [1, 2]\nb: *x\n", "bomb.yaml": bomb(6)}
         async with connected(clawsdk_skills.factory("data"), task_with(files)) as (c, _):
-            for tool in ("data_get", "data_keys", "data_set", "data_convert"):
-                args = {"path": "bomb.yaml"}
-                if tool == "data_set":
-                    args |= {"query": "a0[0]", "value": "x"}
-                if tool == "data_convert":
-                    args = {"src": "bomb.yaml", "dest": "bomb.json"}
-                started = time.monotonic()
+            for tool, args in (("data_get", {"path": "self.yaml"}), ("data_keys", {"path": "self.yaml"}),
+                               ("data_convert", {"src": "self.yaml", "dest": "self.json"})):
                 with anyio.fail_after(20):
                     r = await c.call_tool(tool, args)
-                assert r.is_error, (tool, text(r)[:200])
-                assert "bomb.yaml" in text(r) and "aliases (*name) expand to more than 1,000,000 values" in text(r)
-                assert time.monotonic() - started < 10
+                assert r.is_error and "self.yaml: a part of it contains itself" in text(r), (tool, text(r))
             with anyio.fail_after(20):
-                r = await c.call_tool("data_get", {"path": "self.yaml"})
-            assert r.is_error and "contains itself" in text(r)
-            with anyio.fail_after(20):  # aliases that expand to little are still fine
                 r = await c.call_tool("data_get", {"path": "ok.yaml", "query": "b"})
             assert not r.is_error and r.structured_content["matches"][0]["value"] == [1, 2]
+            with anyio.fail_after(20):  # a million values through aliases: no longer refused by counting
+                r = await c.call_tool("data_get", {"path": "bomb.yaml", "query": "a1[0]"})
+            assert not r.is_error and r.structured_content["matches"][0]["value"] == ["lol"] * 10, text(r)[:300]
 
     anyio.run(main)
 
 
-AUDIT_CHILD = """
-import resource, sys, time
-import anyio
-resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
-import clawsdk_skills
-from tests.tools.conftest import connected, task_with, text
+@pytest.mark.timeout(120)
+def test_a_yaml_alias_bomb_costs_the_tool_host_not_the_run():
+    """The audit's bomb: what only its shape needs (its keys, a small part, an edit, which YAML writes with its
+    aliases) answers; writing it all out is stopped at the tool time limit or the tool's memory limit, the agent
+    reads which, and the next call works."""
+    task = boundary_task(["data"], {"bomb.yaml": AUDIT_BOMB, "ok.yaml": "a: &x [1, 2]\nb: *x\n"},
+                         tool_timeout_s=5, tool_memory_mb=512)
 
-async def main():
-    async with connected(clawsdk_skills.factory("data"), task_with({"bomb.yaml": sys.argv[1]})) as (c, _):
-        started = time.monotonic()
-        r = await c.call_tool("data_get", {"path": "bomb.yaml"})
-        print(r.is_error, round(time.monotonic() - started, 1), text(r)[:300])
+    async def main():
+        async with behind_boundary(task) as (session, sb):
+            r = await session.call("data_keys", {"path": "bomb.yaml"})
+            assert not r.is_error and r.structured["result"][0]["keys"] == [f"a{i}" for i in range(12)], r.text
+            r = await session.call("data_get", {"path": "bomb.yaml", "query": "a1[9][0]"})
+            assert not r.is_error and r.structured["matches"] == [{"path": "$.a1[9][0]", "value": "lol"}], r.text
+            for tool, args in (("data_get", {"path": "bomb.yaml"}),
+                               ("data_convert", {"src": "bomb.yaml", "dest": "bomb.json"})):
+                r, took = await timed(session, tool, args)
+                stopped_at_its_limit(r, took, task, tool)
+            r = await session.call("data_set", {"path": "bomb.yaml", "query": "a0[0]", "value": "x"})
+            assert not r.is_error and r.text == "set 1 value(s) in bomb.yaml: $.a0[0]", r.text
+            assert (sb.workspace / "bomb.yaml").stat().st_size < 10_000
+            r = await session.call("data_get", {"path": "ok.yaml", "query": "b"})
+            assert not r.is_error and r.structured["matches"][0]["value"] == [1, 2], r.text
 
-anyio.run(main)
-"""
-
-
-@pytest.mark.timeout(90)
-def test_data_skill_refuses_the_audit_bomb_at_once():
-    # in a process of its own, with its memory capped and a deadline: unguarded, this held the event loop
-    # 69 s and 5.8 GB, which no in-process timeout could interrupt
-    try:
-        done = subprocess.run([sys.executable, "-c", AUDIT_CHILD, AUDIT_BOMB], capture_output=True, text=True,
-                              timeout=60, cwd=Path(__file__).resolve().parents[2])
-    except subprocess.TimeoutExpired:
-        pytest.fail("data_get on the audit's alias bomb was still running after 60 s")
-    assert done.returncode == 0, done.stderr[-2000:]
-    is_error, seconds, message = done.stdout.strip().split(" ", 2)
-    assert is_error == "True" and "aliases (*name) expand to more than" in message
-    assert float(seconds) < 10
+    anyio.run(main)
 
 
 @pytest.mark.timeout(60)
-def test_data_skill_refuses_yaml_over_its_size_cap_and_says_what_to_do():
-    # one comment line: the unguarded loader got through it in a second or two, then answered
-    big = "# " + "x" * (MAX_YAML_BYTES + 1000) + "\na: 1\n"
+def test_data_skill_reads_yaml_past_the_megabyte_it_once_refused():
+    # one comment line over 1 MiB, then a key: parsed as any YAML (PyYAML gets through it in a second or two)
+    big = "# " + "x" * (2**20 + 1000) + "\na: 1\n"
 
     async def main():
         async with connected(clawsdk_skills.factory("data"), task_with({"big.yaml": big})) as (c, _):
             with anyio.fail_after(20):
                 r = await c.call_tool("data_keys", {"path": "big.yaml"})
-            assert r.is_error
-            assert "big.yaml is 1.0 MiB" in text(r) and "YAML files of up to 1 MiB" in text(r)
-            assert "exec" in text(r)
+            assert not r.is_error, text(r)[:300]
+            assert r.structured_content["result"][0]["keys"] == ["a"], text(r)[:300]
 
     anyio.run(main)
 

@@ -15,9 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
-from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.sandbox.paths import normalize_relative
 
 if TYPE_CHECKING:
@@ -25,9 +23,6 @@ if TYPE_CHECKING:
 
 WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 CHUNK_LINES = 20
-#: the most bytes of memory files memory_search reads in one call, all files together: it runs in the runner's
-#: process and kept every file (and its chunks and word sets) in memory at once
-MAX_SEARCH_BYTES = 32 * 2**20
 STOP = frozenset("a an and are as at be by for from has have i in is it of on or that the to was were with".split())
 
 
@@ -74,23 +69,16 @@ def chunks(text: str) -> list[tuple[int, int, str]]:
 def add_memory_tools(server: MCPServer, sandbox: Sandbox) -> None:
     """memory_search and memory_get."""
 
-    async def memory_files() -> list[tuple[str, int]]:
-        """(path, size) of each memory file."""
-        files = []
-        for e in await sandbox.list(".", recursive=False):
-            if not e.is_dir and e.path in ("MEMORY.md", "memory.md"):
-                files.append((e.path, e.size))
+    async def memory_files() -> list[str]:
+        """The path of each memory file."""
+        files = [e.path for e in await sandbox.list(".", recursive=False)
+                 if not e.is_dir and e.path in ("MEMORY.md", "memory.md")]
         try:
-            files += [(e.path, e.size) for e in await sandbox.list("memory", recursive=True)
+            files += [e.path for e in await sandbox.list("memory", recursive=True)
                       if not e.is_dir and e.path.endswith(".md")]
         except (FileNotFoundError, NotADirectoryError, OSError, ValueError):
             pass
         return files
-
-    def budget_error(count: int, size: int) -> str:
-        return (f"memory_search: the {count} memory files (MEMORY.md, memory/**/*.md) hold {size / 2**20:.1f} MiB, "
-                f"over the {MAX_SEARCH_BYTES / 2**20:g} MiB memory_search reads in one call; move large files out "
-                "of memory/ (exec: ls -lS memory), or search them with grep")
 
     @server.tool()
     @tool_errors
@@ -102,19 +90,8 @@ def add_memory_tools(server: MCPServer, sandbox: Sandbox) -> None:
             raise ToolError("the query has no searchable words")
         docs: list[tuple[str, int, int, str, set[str]]] = []
         files = await memory_files()
-        for path, size in files:
-            if size > MAX_READ_BYTES:
-                raise FileTooLarge(path, size, MAX_READ_BYTES)
-        total_size = sum(size for _, size in files)
-        if total_size > MAX_SEARCH_BYTES:  # refused before reading any of them
-            raise ToolError(budget_error(len(files), total_size))
-        spent = 0
-        for path, _ in files:
-            data = await sandbox.read_capped(path)
-            spent += len(data)
-            if spent > MAX_SEARCH_BYTES:  # the files grew since they were listed
-                raise ToolError(budget_error(len(files), spent))
-            text = decode_text(data, path)
+        for path in files:
+            text = decode_text(await sandbox.read_capped(path), path)
             for a, b, body in chunks(text):
                 docs.append((path, a, b, body, set(_words(body))))
         n = len(docs) or 1

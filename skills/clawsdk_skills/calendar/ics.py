@@ -7,11 +7,6 @@ import re
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-MAX_OCCURRENCES = 2000
-#: the most steps (days, weeks, months or years) one recurrence is expanded by: a step may give no date (the
-#: 29th of February in a common year), and a rule whose steps never reach its COUNT (FREQ=YEARLY;COUNT=1999 from
-#: a 29th of February passes year 9999 first) looped forever on the event loop every rollout shares
-MAX_STEPS = 50_000
 DAYS = {"MO": 0, "TU": 1, "WE": 2, "TH": 3, "FR": 4, "SA": 5, "SU": 6}
 
 
@@ -177,7 +172,10 @@ def _add_months(d: dt.datetime | dt.date, months: int):
 
 
 def occurrences(ev: Event, until: dt.datetime | dt.date):
-    """Start times of `ev` up to `until` (inclusive of starts before it)."""
+    """Start times of `ev` up to `until` (inclusive of starts before it). The expansion ends at `until`, at the
+    rule's UNTIL or COUNT, or past year 9999, whichever comes first: a step may give no date (the 29th of
+    February in a common year), so a COUNT alone need not end it (FREQ=YEARLY;COUNT=1999 from a 29th of
+    February passes year 9999 first)."""
     if not ev.rrule:
         yield ev.start
         return
@@ -194,7 +192,7 @@ def occurrences(ev: Event, until: dt.datetime | dt.date):
     bydays = [DAYS[d[-2:]] for d in r.get("BYDAY", "").split(",") if d[-2:] in DAYS]
     n = 0
     emitted = 0
-    while emitted < MAX_OCCURRENCES and n < MAX_STEPS:
+    while True:
         try:
             if freq == "DAILY":
                 cands = [ev.start + dt.timedelta(days=n * interval)]

@@ -5,16 +5,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import yaml
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import tool_errors, truncate
-from clawsdk.sandbox.base import MAX_READ_BYTES
-from clawsdk.tasks.reading import MAX_EXPANDED_VALUES, expanded_size
 from clawsdk_skills._common import ext, pack_server
 from clawsdk_skills.data.query import QueryError, fmt_path, parent_of, parse_query, select
 
@@ -22,10 +18,6 @@ if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
 
 YAML_EXT = (".yaml", ".yml")
-#: the largest YAML file the skill parses. PyYAML's loader is pure Python (a few seconds per MiB at worst, a
-#: flat 16 MiB list took 113 s and 2.6 GB); JSON, parsed in C, may be as large as the sandbox reads
-#: (MAX_READ_BYTES, 16 MiB)
-MAX_YAML_BYTES = 1024 * 1024
 
 
 class Match(BaseModel):
@@ -59,38 +51,44 @@ def _type(v: Any) -> str:
         type(v), "number" if isinstance(v, (int, float)) else type(v).__name__)
 
 
+def contains_itself(doc: Any) -> bool:
+    """Whether a part of `doc` holds itself (YAML's `a: &x [1, *x]`): such a document is no JSON value, and
+    written out it never ends. Each shared part (an alias) is walked once."""
+    done: set[int] = set()
+    inside: set[int] = set()  # the parts being walked, each one below the last: met again, it holds itself
+    stack: list[tuple[Any, bool]] = [(doc, False)]
+    while stack:
+        v, leaving = stack.pop()
+        if leaving:
+            inside.discard(id(v))
+            done.add(id(v))
+            continue
+        if not isinstance(v, (dict, list)) or id(v) in done:
+            continue
+        if id(v) in inside:
+            return True
+        inside.add(id(v))
+        stack.append((v, True))
+        stack.extend((k, False) for k in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
 def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     srv = pack_server(__file__)
 
     async def load(path: str) -> Any:
-        """The document, parsed in a worker thread so that the event loop every rollout shares keeps running.
-        Aliases (`*name`) that expand past a million values, or a structure that contains itself, are refused:
-        a 634-byte "billion laughs" file held the event loop 69 s and 5.8 GB once written out."""
+        """The document; one that contains itself is refused (it has no JSON form)."""
         kind = _kind(path)
+        text = (await sandbox.read_capped(path)).decode("utf-8-sig")
         try:
-            data = await sandbox.read_capped(path, MAX_YAML_BYTES if kind == "yaml" else None)
-        except FileTooLarge as e:
-            if kind != "yaml":
-                raise
-            if e.size > MAX_READ_BYTES:  # over what any tool reads: said as every tool says it
-                raise FileTooLarge(path, e.size, MAX_READ_BYTES) from None
-            raise ToolError(f"{path} is {e.size / 2**20:.1f} MiB; the data skill parses YAML files of up to "
-                            f"{MAX_YAML_BYTES / 2**20:g} MiB (YAML parsing is slow): look into it with exec "
-                            "(head, grep, or python)") from e
-        text = data.decode("utf-8-sig")
-
-        def parse() -> Any:
-            return json.loads(text) if kind == "json" else yaml.safe_load(text)
-
-        try:
-            doc = await anyio.to_thread.run_sync(parse, abandon_on_cancel=True)
+            doc = json.loads(text) if kind == "json" else yaml.safe_load(text)
         except (json.JSONDecodeError, yaml.YAMLError) as e:
             raise ToolError(f"{path} is not valid {kind.upper()}: {e}") from e
         except RecursionError:
             raise ToolError(f"{path} is nested too deep for the data skill: look into it with exec") from None
-        if expanded_size(doc) > MAX_EXPANDED_VALUES:
-            raise ToolError(f"{path}: its aliases (*name) expand to more than {MAX_EXPANDED_VALUES:,} values, or a "
-                            "part of it contains itself; the data skill would write it all out: use exec")
+        if contains_itself(doc):
+            raise ToolError(f"{path}: a part of it contains itself (an alias *name inside its own anchor), so "
+                            "it has no JSON form and the data skill cannot write it out: use exec")
         return doc
 
     async def save(path: str, doc: Any) -> None:

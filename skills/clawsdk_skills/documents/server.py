@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import re
-import time
 import zipfile
 from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
@@ -15,10 +13,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from clawsdk import rematch
 from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
-from clawsdk_skills._common import check_unpacked, ext, pack_server
+from clawsdk_skills._common import ext, pack_server
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
@@ -26,9 +23,11 @@ if TYPE_CHECKING:
 W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 TEXT_EXT = (".md", ".markdown", ".txt", ".rst", ".text")
 DOC_EXT = TEXT_EXT + (".docx", ".pdf")
-#: doc_search matches in a process of its own (clawsdk.rematch), stopped past this, a batch of texts a time
-SEARCH_TIMEOUT_S = 20.0
-SEARCH_BATCH_BYTES = 4 * 2**20
+#: the pages one doc_read, doc_outline or doc_search reads of a PDF from its `page` on; the text says where it
+#: stopped and how to read on (what a read is, like `limit` lines: a PDF's text is read a part at a time)
+MAX_PDF_PAGES = 100
+#: characters of a matching line doc_search shows
+MAX_HIT_CHARS = 300
 
 
 class Heading(BaseModel):
@@ -48,7 +47,6 @@ class Outline(BaseModel):
 def docx_text(data: bytes, path: str) -> str:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            check_unpacked(z, path)
             xml = z.read("word/document.xml")
     except (zipfile.BadZipFile, KeyError) as e:
         raise ToolError(f"{path} is not a valid DOCX file ({e})") from e
@@ -87,168 +85,44 @@ def docx_text(data: bytes, path: str) -> str:
     return "\n".join(out)
 
 
-#: a PDF is read a slice of pages at a time: its text costs pypdf time in proportion to the page content it
-#: parses, and a file of a few KiB can point every one of its pages at one large content stream (40 pages of
-#: one 500 KB stream took 28 s, on the event loop every rollout shares). One call reads at most this many
-#: pages, characters of text, and bytes of page content, and says where it stopped and how to read on.
-MAX_PDF_PAGES = 100
-MAX_PDF_CHARS = 400_000
-MAX_PDF_CONTENT_BYTES = 2 * 2**20
-#: and stops a page's extraction past this many seconds of one call (the page is reported as cut)
-PDF_TIME_BUDGET_S = 4.0
-#: pypdf lists every page of the tree before it reads one (about 0.1 ms each: a 16 MiB file holds 100,000)
-MAX_PDF_TREE_PAGES = 20_000
-
-
-class _PdfStop(Exception):
-    """Raised from pypdf's visitors to stop a page's extraction at a cap."""
-
-
-class PdfBudget:
-    """What one call may still spend on PDF text; doc_search shares one across the files it searches."""
-
-    def __init__(self) -> None:
-        self.chars = MAX_PDF_CHARS
-        self.content = MAX_PDF_CONTENT_BYTES
-        self.deadline = time.monotonic() + PDF_TIME_BUDGET_S
-
-    def spent(self) -> str | None:
-        if self.chars <= 0:
-            return f"{MAX_PDF_CHARS:,} characters of PDF text"
-        if self.content <= 0:
-            return f"{MAX_PDF_CONTENT_BYTES / 2**20:.3g} MiB of PDF page content"
-        if time.monotonic() >= self.deadline:
-            return f"{PDF_TIME_BUDGET_S:g} s of PDF text extraction"
-        return None
-
-
-def _content_bytes(page: Any, over: int) -> int:
-    """The decoded size of a page's content streams, counted until it passes `over` (a cap, not the total)."""
-    contents = page.get("/Contents")
-    if contents is None:
-        return 0
-    contents = contents.get_object()
-    streams = list(contents) if isinstance(contents, list) else [contents]
-    size = 0
-    for s in streams:
-        s = s.get_object()
-        if hasattr(s, "get_data"):
-            size += len(s.get_data())
-            if size > over:
-                break
-    return size
-
-
-def _pdf_config():
-    import pypdf
-
-    apply = getattr(pypdf, "apply_configuration", None)
-    if apply is None:  # an older pypdf: the declared /Count is all there is to go on
-        return contextlib.nullcontext()
-    return apply(page_tree_maximum_entries=MAX_PDF_TREE_PAGES + 1000)
-
-
-def pdf_text(data: bytes, path: str, page: int = 1, budget: PdfBudget | None = None) -> tuple[str, str | None]:
-    """The text of the PDF's pages from `page` on, as far as the caps allow, and a note when it was cut."""
+def pdf_text(data: bytes, path: str, page: int = 1) -> tuple[str, str | None]:
+    """The text of the PDF's pages from `page` on, MAX_PDF_PAGES at most, and a note when there are more."""
     try:
         import pypdf
     except ImportError as e:
         raise ToolError("PDF text needs the pypdf package, which is not installed here "
                         "(pip install pypdf)") from e
-    budget = budget or PdfBudget()
-    too_many = (f"{path}: its page tree holds more than {MAX_PDF_TREE_PAGES:,} pages, more than this tool reads "
-                f"of one PDF")
-    pages: list[str] = []
-    stop: str | None = None
     first = max(page, 1)
     try:
-        with _pdf_config():
-            reader = pypdf.PdfReader(io.BytesIO(data))
-            try:
-                declared = int(reader.trailer["/Root"]["/Pages"]["/Count"])
-            except Exception:  # noqa: BLE001 - a broken tree: pypdf says so below
-                declared = 0
-            if declared > MAX_PDF_TREE_PAGES:
-                raise ToolError(too_many)
-            total = len(reader.pages)
-            if total == 0:
-                return "", None
-            if first > total:
-                raise ToolError(f"{path} has {total} pages; page={first} is past the end")
-            n = first
-            while n <= total:
-                if n - first >= MAX_PDF_PAGES:
-                    stop = f"{MAX_PDF_PAGES} pages"
-                    break
-                stop = budget.spent()
-                if stop:
-                    break
-                p = reader.pages[n - 1]
-                size = _content_bytes(p, budget.content)
-                if size > budget.content:
-                    if pages:  # the next call starts with it, with the whole budget
-                        stop = f"{MAX_PDF_CONTENT_BYTES / 2**20:.3g} MiB of PDF page content"
-                        break
-                    pages.append(f"--- page {n} ---\n[not read: its content streams hold over "
-                                 f"{MAX_PDF_CONTENT_BYTES / 2**20:.3g} MiB, more than one call parses]")
-                    budget.content = 0
-                    n += 1
-                    continue
-                budget.content -= size
-                chunks: list[str] = []
-                seen = [0, 0]  # characters, operators
-
-                def on_text(text: Any, *_: Any) -> None:
-                    chunks.append(text)
-                    seen[0] += len(text)
-                    if seen[0] > budget.chars:
-                        raise _PdfStop(f"{MAX_PDF_CHARS:,} characters of PDF text")
-
-                def on_operator(*_: Any) -> None:
-                    seen[1] += 1
-                    if seen[1] % 500 == 0 and time.monotonic() >= budget.deadline:
-                        raise _PdfStop(f"{PDF_TIME_BUDGET_S:g} s of PDF text extraction")
-
-                try:
-                    text = (p.extract_text(visitor_text=on_text, visitor_operand_before=on_operator) or "").strip()
-                except _PdfStop as e:
-                    text = "".join(chunks)[:max(budget.chars, 0)].strip()
-                    pages.append(f"--- page {n} ---\n{text}\n[page {n} cut: past {e}]")
-                    stop = str(e)
-                    budget.chars = 0
-                    n += 1
-                    break
-                text = text[:max(budget.chars, 0)]
-                budget.chars -= len(text)
-                pages.append(f"--- page {n} ---\n{text}")
-                n += 1
-    except ToolError:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        total = len(reader.pages)
+        if total == 0:
+            return "", None
+        if first > total:
+            raise ToolError(f"{path} has {total} pages; page={first} is past the end")
+        last = min(total, first + MAX_PDF_PAGES - 1)
+        pages = [f"--- page {n} ---\n{(reader.pages[n - 1].extract_text() or '').strip()}"
+                 for n in range(first, last + 1)]
+    except (ToolError, MemoryError):  # out of memory: the tool host says so, with its limit
         raise
     except Exception as e:  # noqa: BLE001 - pypdf raises many kinds on a broken file
-        if type(e).__name__ == "LimitReachedError" and "page tree" in str(e).lower():
-            raise ToolError(too_many) from e
         raise ToolError(f"{path}: could not read the PDF ({type(e).__name__}: {e})") from e
     note = None
-    if stop and n == first:
-        note = (f"[PDF not read: this call already spent its {stop}; read it, from page={first}, "
-                f"in a call of its own]")
-    elif stop and n <= total:
-        note = (f"[PDF cut: read pages {first}-{n - 1} of {total}; one call reads at most {stop}; "
-                f"read on with page={n}]")
-    elif stop:
-        note = f"[PDF cut: read pages {first}-{n - 1} of {total}; one call reads at most {stop}]"
+    if last < total:
+        note = (f"[PDF cut: read pages {first}-{last} of {total}; one call reads at most {MAX_PDF_PAGES} "
+                f"pages; read on with page={last + 1}]")
     return "\n".join(pages), note
 
 
-async def document(sandbox: Sandbox, path: str, page: int = 1,
-                   budget: PdfBudget | None = None) -> tuple[str, str | None]:
-    """The text of a document, and for a PDF cut at a cap, a note saying where it stopped."""
+async def document(sandbox: Sandbox, path: str, page: int = 1) -> tuple[str, str | None]:
+    """The text of a document, and for a PDF of more pages than one call reads, a note saying where it
+    stopped."""
     data = await sandbox.read_capped(path)
     kind = ext(path)
     if kind == ".docx":
         return docx_text(data, path), None
     if kind == ".pdf":
-        return pdf_text(data, path, page, budget)
+        return pdf_text(data, path, page)
     return decode_text(data, path), None
 
 
@@ -353,36 +227,23 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         limit = max(max_matches, 1)
         skipped: list[str] = []
         partly: list[str] = []
-        budget = PdfBudget()  # one for the call: many large PDFs cost no more than one
-
-        async def texts():
-            for t in targets:
-                try:
-                    text, cut = await document(sandbox, t, 1, budget)
-                except (ToolError, FileTooLarge) as e:
-                    skipped.append(f"{t} ({e})")
-                    continue
-                if cut:
-                    partly.append(f"{t} {cut.strip('[]')}")
-                # the matcher skips what looks binary; a NUL in extracted text is no reason to
-                yield t, text.replace("\x00", " ").encode("utf-8", "replace")
-
-        # the agent's pattern runs in a process of its own, killed at the deadline: (a+)+$ against a line of a's
-        # backtracks for hours, and this loop is every rollout's
-        try:
-            found = await rematch.search_lines(rx, texts(), limit, timeout_s=SEARCH_TIMEOUT_S,
-                                               batch_bytes=SEARCH_BATCH_BYTES)
-        except TimeoutError as e:
-            raise ToolError(str(e)) from None
         hits: list[str] = []
-        for h in found:  # path:line:text, the text cut to 300 characters as before
-            t = next((t for t in targets if h.startswith(t + ":")), None)
-            if t is None:
-                hits.append(h)
+        for t in targets:
+            try:
+                text, cut = await document(sandbox, t, 1)
+            except (ToolError, FileTooLarge) as e:
+                skipped.append(f"{t} ({e})")
                 continue
-            n, _, line = h[len(t) + 1:].partition(":")
-            hits.append(f"{t}:{n}:{line[:300]}")
-        if len(hits) >= limit:
+            if cut:
+                partly.append(f"{t} {cut.strip('[]')}")
+            for n, line in enumerate(text.splitlines(), 1):
+                if rx.search(line):
+                    hits.append(f"{t}:{n}:{line[:MAX_HIT_CHARS]}")
+                    if len(hits) > limit:
+                        break
+            if len(hits) > limit:
+                break
+        if len(hits) > limit:
             hits = hits[:limit] + [f"[stopped at {limit} matches]"]
         out = "\n".join(hits) if hits else "(no match)"
         if partly:

@@ -17,21 +17,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
-from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import tool_errors, truncate
-from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.sandbox.paths import normalize_relative
 from clawsdk_skills._common import config, pack_server
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
 
-
-#: the most bytes of messages mail_list and mail_search read in one call, all files together: they run in the
-#: runner's process, and 150 sparse 16 MiB .eml files (no disk used) put 2.4 GB in its memory for 15 s
-MAX_MAILBOX_BYTES = 64 * 2**20
-#: the most of one message parsed as its header block (sorting and filtering need no more)
-MAX_HEADER_BYTES = 256 * 2**10
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
 
 
@@ -101,8 +93,9 @@ def _date(msg: email.message.Message) -> dt.datetime | None:
 
 
 def headers_of(data: bytes) -> email.message.Message:
-    """The header block of a message (up to its first blank line, at most MAX_HEADER_BYTES), body left out."""
-    head = data[:MAX_HEADER_BYTES]
+    """The header block of a message (up to its first blank line), body left out: sorting and filtering need
+    no more, and a message's body is parsed only when it is shown or searched."""
+    head = data
     blank = _BLANK_LINE.search(head)
     if blank:
         head = head[:blank.start()]
@@ -137,35 +130,20 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         data = await sandbox.read_capped(join(base, mid))
         return email.message_from_bytes(data, policy=email.policy.default)
 
-    async def messages(folder: str | None, tool: str) -> list[tuple[str, bytes, email.message.Message]]:
-        """(id, raw bytes, header block) of each message, oldest first; at most MAX_MAILBOX_BYTES read in all."""
+    async def messages(folder: str | None) -> list[tuple[str, bytes, email.message.Message]]:
+        """(id, raw bytes, header block) of each message, oldest first."""
         base = await root()
         where = join(base, folder) if folder else base
         try:
             entries = await sandbox.list(where, recursive=folder is None)
         except (FileNotFoundError, NotADirectoryError) as e:
             raise ToolError(f"no mail folder {folder!r} in the mailbox {base!r}") from e
-        emls = [e for e in entries if not e.is_dir and e.path.endswith(".eml")]
-        for e in emls:
-            if e.size > MAX_READ_BYTES:
-                raise FileTooLarge(e.path, e.size, MAX_READ_BYTES)
-        cap = f"{MAX_MAILBOX_BYTES / 2**20:g} MiB"
-
-        def over(size: int) -> ToolError:
-            return ToolError(f"{tool}: the mail folder {where!r} holds {len(emls)} messages of {size / 2**20:.1f} "
-                             f"MiB, over the {cap} {tool} reads in one call; give a smaller folder, move large "
-                             "messages out of it (exec: ls -lS), or read one message with mail_read")
-
-        listed = sum(e.size for e in emls)
-        if listed > MAX_MAILBOX_BYTES:  # refused before reading any of it
-            raise over(listed)
-        out, spent = [], 0
-        for e in emls:
+        out = []
+        for e in entries:
+            if e.is_dir or not e.path.endswith(".eml"):
+                continue
             mid = e.path if base == "." else e.path[len(base) + 1:]
             data = await sandbox.read_capped(e.path)
-            spent += len(data)
-            if spent > MAX_MAILBOX_BYTES:  # the messages grew since they were listed
-                raise over(spent)
             out.append((mid, data, headers_of(data)))
         out.sort(key=lambda x: (_date(x[2]) or dt.datetime.min.replace(tzinfo=dt.timezone.utc), x[0]))
         return out
@@ -184,7 +162,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     @tool_errors
     async def mail_list(folder: str = "inbox", offset: int = 0, limit: int = 50) -> MessageList:
         """The messages of a mailbox folder (inbox, drafts, outbox, sent, ...), oldest first."""
-        msgs = await messages(folder, "mail_list")
+        msgs = await messages(folder)
         page = msgs[max(offset, 0): max(offset, 0) + max(1, min(limit, 200))]
         return MessageList(folder=folder, messages=[summary(m, parsed(data)) for m, data, _ in page],
                            total=len(msgs))
@@ -211,7 +189,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         hi = (dt.datetime.fromisoformat(until[:10]) + dt.timedelta(days=1)).replace(tzinfo=dt.timezone.utc) \
             if until else None
         hits = []
-        for mid, data, head in await messages(folder, "mail_search"):
+        for mid, data, head in await messages(folder):
             if sender and sender.lower() not in str(head.get("From", "")).lower():
                 continue
             if recipient and recipient.lower() not in (str(head.get("To", "")) + str(head.get("Cc", ""))).lower():

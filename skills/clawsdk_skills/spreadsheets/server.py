@@ -6,7 +6,6 @@ import csv
 import datetime as dt
 import io
 import re
-import zipfile
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -14,22 +13,22 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from clawsdk.mcp.toolkit import tool_errors
-from clawsdk_skills._common import check_unpacked, ext, pack_server
+from clawsdk_skills._common import ext, pack_server
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
 
+#: the most rows one sheet_read or sheet_query answers (its `limit`); offset pages on
 MAX_ROWS = 500
-#: what one call reads of a sheet: the XLSX's declared dimension is the file's word, not its cells (openpyxl's
-#: read-only mode padded every row up to <dimension ref="A1:XFD1048576"/>, 16,384 columns by a million rows,
-#: from a 1.5 KB file: 100 s and 5.6 GB in the runner), and a CSV of a few MiB of commas is as wide
-MAX_SHEET_ROWS = 100_000
+#: the columns of a sheet this skill reads: a row past them is cut, and the answer says so
 MAX_COLUMNS = 1_000
-#: cells looked at, padding included (openpyxl still pads a row up to its last cell)
-MAX_SCANNED_CELLS = 20_000_000
-#: characters of cell values one result holds, and of one cell when a single row is over that
+#: characters of cell values one answer holds, whole rows at a time (the note says where to read on), and of
+#: one cell when a single row is over that
 MAX_RESULT_CHARS = 200_000
 MAX_CELL_CHARS = 1_000
+#: the last cell a spreadsheet has (Excel's XFD1048576): sheet_update refuses an address past it
+MAX_SHEET_ROWS = 1_048_576
+MAX_SHEET_COLUMNS = 16_384
 Cell = str | int | float | bool | None
 
 
@@ -76,36 +75,20 @@ def _openpyxl():
     return openpyxl
 
 
-def _workbook(data: bytes, path: str, **kwargs: Any):
-    """The XLSX workbook in `data`, once its parts are known to unpack within the cap (`check_unpacked`)."""
-    openpyxl = _openpyxl()
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            check_unpacked(z, path)
-    except zipfile.BadZipFile:
-        pass  # not an archive: openpyxl says so
-    return openpyxl.load_workbook(io.BytesIO(data), **kwargs)
+def _workbook(data: bytes, **kwargs: Any):
+    """The XLSX workbook in `data`."""
+    return _openpyxl().load_workbook(io.BytesIO(data), **kwargs)
 
 
 def _delimiter(path: str) -> str:
     return "\t" if ext(path) in (".tsv", ".tab") else ","
 
 
-def _bounded(raw_rows: Any, convert: Any, trim: bool) -> tuple[list[list[Cell]], str | None]:
-    """Rows as lists of cells, read up to the caps, and a note naming the cap that cut them."""
+def _rows(raw_rows: Any, convert: Any, trim: bool) -> tuple[list[list[Cell]], str | None]:
+    """Rows as lists of cells, each cut to MAX_COLUMNS, and a note when one was."""
     rows: list[list[Cell]] = []
-    scanned = 0
     wide = False
-    note = None
     for raw in raw_rows:
-        if len(rows) >= MAX_SHEET_ROWS:
-            note = f"cut at {MAX_SHEET_ROWS:,} rows, the most this skill reads of a sheet"
-            break
-        scanned += len(raw) + 1
-        if scanned > MAX_SCANNED_CELLS:
-            note = (f"cut at {len(rows):,} rows: the sheet's rows span over {MAX_SCANNED_CELLS:,} cells, the most "
-                    "this skill reads of a sheet")
-            break
         if len(raw) > MAX_COLUMNS:
             raw = raw[:MAX_COLUMNS]
             wide = True
@@ -114,33 +97,41 @@ def _bounded(raw_rows: Any, convert: Any, trim: bool) -> tuple[list[list[Cell]],
             while row and row[-1] is None:
                 row.pop()
         rows.append(row)
-    if wide:
-        cols = f"cut to the first {MAX_COLUMNS:,} columns, the most this skill reads"
-        note = f"{note}; {cols}" if note else cols
-    return rows, note
+    return rows, (f"cut to the first {MAX_COLUMNS:,} columns, the most this skill reads" if wide else None)
 
 
-def _pad(rows: list[list[Cell]]) -> list[list[Cell]]:
-    """XLSX rows padded to the widest row actually present (the used range), when that stays small."""
-    width = max((len(r) for r in rows), default=0)
-    if width * len(rows) > MAX_SCANNED_CELLS // 4:
-        return rows
+def _pad(rows: list[list[Cell]], width: int) -> list[list[Cell]]:
+    """Rows padded with empty cells to `width`."""
     return [r + [None] * (width - len(r)) if len(r) < width else r for r in rows]
 
 
+def _width(rows: list[list[Cell]], path: str) -> int:
+    """How wide an XLSX sheet's rows are shown: its used range (its rows end at their last cell). 0 for a CSV,
+    whose rows are shown as they are."""
+    return max((len(r) for r in rows), default=0) if ext(path) in (".xlsx", ".xlsm") else 0
+
+
+def _at(row: list[Cell], i: int) -> Cell:
+    """The row's cell in column `i` (0-based); past the row's end, empty."""
+    return row[i] if i < len(row) else None
+
+
 async def load_noted(sandbox: Sandbox, path: str) -> tuple[dict[str, list[list[Cell]]], dict[str, str]]:
-    """Every sheet of the file as rows of cells, read up to the caps, and for each sheet cut, a note saying so."""
+    """Every sheet of the file as rows of cells, and for each sheet cut to MAX_COLUMNS, a note saying so.
+    An XLSX sheet's rows are as long as its cells say (trailing empty cells left out)."""
     data = await sandbox.read_capped(path)
     notes: dict[str, str] = {}
     if ext(path) in (".xlsx", ".xlsm"):
-        wb = _workbook(data, path, data_only=True, read_only=True)
+        wb = _workbook(data, data_only=True, read_only=True)
         try:
             sheets = {}
             for ws in wb.worksheets:
                 if hasattr(ws, "reset_dimensions"):
-                    ws.reset_dimensions()  # the cells present say how large the sheet is, not <dimension>
-                rows, note = _bounded(ws.iter_rows(values_only=True), _cell, trim=True)
-                sheets[ws.title] = _pad(rows)
+                    # the cells present say how large the sheet is, not its <dimension>, the file's word for it
+                    # (openpyxl pads every row up to it: A1:XFD1048576 made a million rows of 16,384 cells)
+                    ws.reset_dimensions()
+                rows, note = _rows(ws.iter_rows(values_only=True), _cell, trim=True)
+                sheets[ws.title] = rows
                 if note:
                     notes[ws.title] = note
             return sheets, notes
@@ -149,12 +140,12 @@ async def load_noted(sandbox: Sandbox, path: str) -> tuple[dict[str, list[list[C
     if ext(path) not in (".csv", ".tsv", ".tab", ".txt"):
         raise ToolError(f"{path}: not a spreadsheet this skill reads (CSV, TSV, XLSX)")
     text = data.decode("utf-8-sig", "replace")
-    rows, note = _bounded(csv.reader(io.StringIO(text), delimiter=_delimiter(path)), lambda c: c, trim=False)
+    rows, note = _rows(csv.reader(io.StringIO(text), delimiter=_delimiter(path)), lambda c: c, trim=False)
     return {"Sheet1": rows}, ({"Sheet1": note} if note else {})
 
 
 async def load(sandbox: Sandbox, path: str) -> dict[str, list[list[Cell]]]:
-    """Every sheet of the file as rows of cells (read up to the caps; `load_noted` says which were cut)."""
+    """Every sheet of the file as rows of cells (`load_noted` says which were cut to MAX_COLUMNS)."""
     return (await load_noted(sandbox, path))[0]
 
 
@@ -261,7 +252,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         if ext(path) in (".xlsx", ".xlsm"):
             openpyxl = _openpyxl()
             try:
-                wb = _workbook(await sandbox.read_capped(path), path)
+                wb = _workbook(await sandbox.read_capped(path))
             except FileNotFoundError:
                 wb = openpyxl.Workbook()
                 wb.active.title = sheet or "Sheet1"
@@ -307,9 +298,11 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         sheets, notes = await load_noted(sandbox, path)
         rows = pick(sheets, sheet, path)
         cut = notes.get(sheet if sheet is not None else next(iter(sheets), ""))
+        width = _width(rows, path)
         head, body = (rows[0] if rows else [], rows[1:]) if header else ([], rows)
         lim = max(1, min(limit, MAX_ROWS))
-        head, page, shortened = _fit(head, body[max(offset, 0): max(offset, 0) + lim])
+        page = _pad(body[max(offset, 0): max(offset, 0) + lim], width)
+        head, page, shortened = _fit(_pad([head], width)[0] if header else head, page)
         rest = len(body) - max(offset, 0) - len(page)
         parts = [f"the sheet was {cut}"] if cut else []
         if shortened:
@@ -331,17 +324,16 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         cut = notes.get(sheet if sheet is not None else next(iter(sheets), ""))
         if not rows:
             return SheetData(header=[], rows=[], total_rows=0, note="the sheet is empty")
-        head, body = rows[0], rows[1:]
-        width = len(head)
-        body = [r + [None] * (width - len(r)) for r in body]
+        # a row shorter than the header has empty cells at its end
+        head, body = _pad([rows[0]], _width(rows, path))[0], rows[1:]
         for cond in where or []:
             i = _col(head, cond.column, path)
-            body = [r for r in body if _test(r[i], cond)]
+            body = [r for r in body if _test(_at(r, i), cond)]
         if group_by or aggregate:
             keys = [_col(head, g, path) for g in group_by or []]
             groups: dict[tuple, list[list[Cell]]] = {}
             for r in body:
-                groups.setdefault(tuple(r[k] for k in keys), []).append(r)
+                groups.setdefault(tuple(_at(r, k) for k in keys), []).append(r)
             out_head: list[Cell] = [head[k] for k in keys]
             agg = list((aggregate or {}).items())
             out_head += [f"{fn}({c})" for c, fn in agg]
@@ -350,19 +342,20 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                 row = list(key)
                 for c, fn in agg:
                     i = _col(head, c, path)
-                    row.append(_aggregate([m[i] for m in members], fn))
+                    row.append(_aggregate([_at(m, i) for m in members], fn))
                 table.append(row)
             head, body = out_head, table
         elif columns:
             idx = [_col(head, c, path) for c in columns]
-            head, body = [head[i] for i in idx], [[r[i] for i in idx] for r in body]
+            head, body = [head[i] for i in idx], [[_at(r, i) for i in idx] for r in body]
         for key in reversed(sort_by or []):
             i = _col(head, key, path)
-            body.sort(key=lambda r: (number(r[i]) is None, number(r[i]) if number(r[i]) is not None
-                                     else str(r[i] or "")), reverse=descending)
+            body.sort(key=lambda r: (number(_at(r, i)) is None,
+                                     number(_at(r, i)) if number(_at(r, i)) is not None else str(_at(r, i) or "")),
+                      reverse=descending)
         total = len(body)
         lim = max(1, min(limit, MAX_ROWS))
-        head, shown, shortened = _fit(head, body[:lim])
+        head, shown, shortened = _fit(head, _pad(body[:lim], len(head)))
         parts = [f"the sheet was {cut}; these rows come from what was read"] if cut else []
         if shortened:
             parts.append(f"the result is cut at about {MAX_RESULT_CHARS:,} characters (long cells shortened)")
@@ -384,8 +377,9 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     async def sheet_update(path: str, cell: str, value: Cell, sheet: str | None = None) -> str:
         """Set one cell, in A1 notation (A1 is the first cell of the header row)."""
         row, col = _cell_ref(cell)
-        if row < 1 or row > MAX_SHEET_ROWS or col > 16_384:
-            raise ToolError(f"cell {cell!r} is outside the {MAX_SHEET_ROWS:,} rows and 16,384 columns this tool edits")
+        if row < 1 or row > MAX_SHEET_ROWS or col > MAX_SHEET_COLUMNS:
+            raise ToolError(f"cell {cell!r} is outside a spreadsheet's {MAX_SHEET_ROWS:,} rows and "
+                            f"{MAX_SHEET_COLUMNS:,} columns (A1 to XFD{MAX_SHEET_ROWS})")
         sheets, notes = await load_noted(sandbox, path)
         name = sheet or next(iter(sheets), "Sheet1")
         if name in notes:  # the sheet is written back whole: a part would lose the rest
