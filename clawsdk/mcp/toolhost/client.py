@@ -239,14 +239,14 @@ class ToolHost:
         (`public`: the name the agent knows it by). Returns it with the seconds it took to start the process,
         when this call started it (None otherwise)."""
         cold = self.client is None
-        began = time.perf_counter()
-        result, call_s = await self._call(name, args, public or name)
-        return result, (time.perf_counter() - began - call_s) if cold else None
+        result, start_s = await self._call(name, args, public or name)
+        return result, start_s if cold else None
 
     async def _call(self, name: str, args: dict[str, Any], public: str) -> tuple[types.CallToolResult, float]:
-        """The result, and the seconds the call itself took (its process's start left out)."""
+        """The result, and the seconds spent starting the process (0 when it ran already)."""
         timeout = self.limits.tool_timeout_s
         failure: str | None = None
+        began = time.perf_counter()
         # starting the process has a budget of its own: the tool's time limit is the tool's (a start takes about
         # a second, several on a loaded machine, and would otherwise eat a short limit)
         with anyio.move_on_after(max(START_TIMEOUT_S, timeout)) as starting:
@@ -257,22 +257,21 @@ class ToolHost:
         if starting.cancelled_caught:
             await self.stop()
             failure = f"it did not start within {max(START_TIMEOUT_S, timeout):g} s"
+        start_s = time.perf_counter() - began
         if failure is not None:
             return error_result(f"{public} failed: its tool server could not start ({failure}); the next call "
-                                "tries again"), 0.0
-        called = time.perf_counter()
+                                "tries again"), start_s
         with anyio.move_on_after(timeout) as deadline:
             try:
-                return await client.call_tool(name, args), time.perf_counter() - called
+                return await client.call_tool(name, args), start_s
             except Exception as e:  # noqa: BLE001 - the process died or broke the protocol mid-call
                 failure = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-        call_s = time.perf_counter() - called
         if deadline.cancelled_caught:
             self._why = "timeout"
             await self.stop()
             return error_result(f"{public} did not answer within {timeout:g} s (the task's tool time limit): it "
                                 "was stopped; the next call starts it afresh. Ask for less at a time (a smaller "
-                                "file, a narrower range or pattern)"), call_s
+                                "file, a narrower range or pattern)"), start_s
         if self.proc is not None:  # its exit says why: wait a moment for it
             with anyio.move_on_after(1):
                 await self.proc.wait()
@@ -282,9 +281,9 @@ class ToolHost:
         if overflow:
             return error_result(f"{public} answered more than the runner reads of one result "
                                 f"({line_limit(self.limits.tool_output_chars):,} bytes): it was stopped; ask "
-                                "for less at a time"), call_s
+                                "for less at a time"), start_s
         return error_result(f"{public} failed: its tool server stopped ({ended or failure}); the next call "
-                            "starts it afresh"), call_s
+                            "starts it afresh"), start_s
 
 
 class ToolHostFailed(Exception):

@@ -74,7 +74,8 @@ def hosted_tools(servers: list[tuple[str, Any]], output_chars: int, memory_mb: i
                     cause = cause.__cause__
                 if isinstance(cause, MemoryError):
                     limit = f" (its limit is {memory_mb} MiB)" if memory_mb else ""
-                    raise ToolError(f"{name} ran out of memory{limit}; ask for less: a smaller file, a "
+                    tool = name.split(SEPARATOR, 1)[-1] if prefix else name  # the name the agent knows
+                    raise ToolError(f"{tool} ran out of memory{limit}; ask for less: a smaller file, a "
                                     "narrower range, fewer rows") from None
                 raise
             content = getattr(result, "content", None)

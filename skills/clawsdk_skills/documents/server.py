@@ -50,7 +50,10 @@ def docx_text(data: bytes, path: str) -> str:
             xml = z.read("word/document.xml")
     except (zipfile.BadZipFile, KeyError) as e:
         raise ToolError(f"{path} is not a valid DOCX file ({e})") from e
-    root = ET.fromstring(xml)
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as e:
+        raise ToolError(f"{path} is not a valid DOCX file (its word/document.xml: {e})") from e
     body = root.find(f"{W}body")
     out: list[str] = []
 
