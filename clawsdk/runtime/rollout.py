@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from mcp import StdioServerParameters
 
 from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierError, VerifierTimeout
 from clawsdk.mcp.session import ToolSession, ToolSource, ToolSpec
 from clawsdk.runtime.agent import AgentContext
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.sandbox.toolruntime import server_ref
+from clawsdk.tasks.model import McpServer
 from clawsdk.verify.verdict import Verdict, VerifyContext
 
 if TYPE_CHECKING:
@@ -77,10 +79,14 @@ def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[ToolS
     for name in task.tools:
         factory = registry.get("skills", name)
         command = getattr(factory, "mcp_command", None)
+        server = factory(sandbox, task)
         if command is not None:
-            sources.append(ToolSource(name=name, server=factory(sandbox, task), command=command, skill=name))
+            sources.append(ToolSource(name=name, server=server, command=command, skill=name))
+        elif isinstance(server, StdioServerParameters):  # a program of its own: started inside, as a command
+            command = McpServer(command=[server.command, *server.args], env=dict(server.env or {}))
+            sources.append(ToolSource(name=name, command=command))
         else:
-            sources.append(ToolSource(name=name, server=factory(sandbox, task), ref=server_ref(factory)))
+            sources.append(ToolSource(name=name, server=server, ref=server_ref(factory)))
     sources += [ToolSource(name=name, command=spec) for name, spec in task.mcp_servers.items()]
     return sources
 

@@ -32,21 +32,27 @@ def kinds(db, run_id):
         return {r["task_id"]: (r["failure_kind"], r["scored"], r["attempt"]) for r in store.rollouts(run_id)}
 
 
-def test_a_tool_server_that_crashes_is_an_unscored_retried_sandbox_error(tmp_path, db, monkeypatch):
+def test_a_tool_server_that_crashes_is_a_tool_error_and_the_rollout_goes_on(tmp_path, db, monkeypatch):
+    """A skill whose server is a program of its own (its factory returns StdioServerParameters) runs inside the
+    sandbox, and its crash is the call's tool error: the agent may have caused it (a file that made it run out
+    of memory), so it can never make the rollout unscored. The next call starts the server again."""
     monkeypatch.setitem(get_registry().tables["skills"], "crashy", lambda sandbox, task: StdioServerParameters(
         command=sys.executable, args=[str(HERE / "crashy_server.py")]))
     make_task(tmp_path / "t", "crashes", extra={"tools": ["core", "crashy"]})
     make_task(tmp_path / "t", "fine")
-    agent = ScriptedAgent(lambda task: [{"tool": "ping"}, {"tool": "crash"}] if task.id == "crashes"
-                          else [{"tool": "write", "args": {"path": "done.txt", "content": "done"}}])
+    agent = ScriptedAgent(lambda task: [{"tool": "ping"}, {"tool": "crash"}, {"tool": "ping"},
+                                        {"tool": "write", "args": {"path": "done.txt", "content": "done"}}]
+                          if task.id == "crashes" else [{"tool": "write", "args": {"path": "done.txt", "content": "done"}}])
     tasks = tasks_in(tmp_path / "t")
-    result = run_sync(tasks, agent=agent, db=db, run_id="crash", retries=1, backoff_s=0.01)
+    result = run_sync(tasks, agent=agent, db=db, run_id="crash", retries=1, backoff_s=0.01, sandbox="local")
     got = kinds(db, "crash")
-    assert got["crashes"] == ("sandbox_error", 0, 1)  # retried once, still broken, unscored
-    assert got["fine"][0] == "ok"
+    assert got["crashes"] == ("ok", 1, 0) and got["fine"][0] == "ok"
     with Store(db) as store:
         [row] = [r for r in store.rollouts("crash") if r["task_id"] == "crashes"]
-        assert "tool server 'crashy' failed during crash" in row["error"]
+        results = [e["payload"] for e in store.events(row["id"]) if e["kind"] == "tool_result"]
+    assert [(r["tool"], r["is_error"]) for r in results] == [
+        ("ping", False), ("crash", True), ("ping", False), ("write", False)]
+    assert "crash failed: its tool server stopped" in results[1]["content"] and "exited with 3" in results[1]["content"]
     assert {o.task_id for o in result.outcomes} == {"crashes", "fine"}
 
 
