@@ -33,7 +33,7 @@ from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_id
 from clawsdk.sandbox.hostdir import check_root
 from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.store.writer import StoreWriter
-from clawsdk.tasks.model import Task
+from clawsdk.tasks.model import Task, category_label
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ async def run(
     # that never started as missing, and a resume with more samples is reported with them
     run_tasks = {**(before.get("tasks") or {}), **{t.id: t.hash for t in tasks}}  # task id -> hash
     run_samples = max(samples, int(before.get("samples") or 0))
-    by_category = {t.id: t.category for t in tasks}
+    by_category = {t.id: category_label(t) or None for t in tasks}
     sandbox_slots = anyio.CapacityLimiter(concurrency)
     agent_by_name = agent if isinstance(agent, str) else None
     started: list[str] = []  # every rollout this invocation started: it must end them all

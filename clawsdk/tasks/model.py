@@ -352,7 +352,8 @@ class Task(BaseModel):
 
     @property
     def hash(self) -> str:
-        """sha256 over what defines the task's behaviour (not its id, provenance or metadata).
+        """sha256 over what defines the task's behaviour (not its id, provenance, metadata or an inferred
+        category).
 
         Computed once per content: callers (the store, splits, dedup, the runner) ask for it many
         times, and a dump of a task with large files costs milliseconds. The cache lives outside
@@ -361,12 +362,16 @@ class Task(BaseModel):
         changing a nested value in place (`task.limits.timeout_s = 1`) is not noticed: assign or
         copy instead.
         """
-        values = tuple(self.__dict__[name] for name in _HASHED)
+        # an inferred category is the loader's guess, not the task's content: it leaves the hash as it was
+        inferred = category_inferred(self)
+        values = (*(self.__dict__[name] for name in _HASHED), inferred)
         cached = _hash_cache.get(id(self))
         if cached is not None and len(cached[1]) == len(values) and all(
                 a is b for a, b in zip(cached[1], values)):
             return cached[2]
         body = self.model_dump(mode="json", exclude={"id", "provenance", "metadata", "schema_version"})
+        if inferred:
+            body["category"] = None
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         key = id(self)
@@ -374,6 +379,19 @@ class Task(BaseModel):
         # reused; holding the values themselves (not their ids) keeps a replaced value's id unique
         _hash_cache[key] = (weakref.ref(self, lambda _ref, key=key: _hash_cache.pop(key, None)), values, digest)
         return digest
+
+
+def category_inferred(task: Task) -> bool:
+    """Whether the task's category was inferred by a loader (clawsdk.tasks.categories), not given by its data."""
+    prov = task.provenance
+    return bool(task.category) and isinstance(prov, dict) and bool(prov.get("category_inferred"))
+
+
+def category_label(task: Task) -> str:
+    """The category as every listing and report shows it: an inferred one says so."""
+    if not task.category:
+        return ""
+    return f"{task.category} (inferred)" if category_inferred(task) else task.category
 
 
 #: id(task) -> (weak reference, the field values hashed, their hash); see Task.hash.
