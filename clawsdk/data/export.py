@@ -168,6 +168,7 @@ def _finish(
     formats: tuple[str, ...] | list[str],
     selection: dict | None,
     extra: dict | None = None,
+    write_extra: Any = None,
 ) -> Export:
     if not name or "/" in name or "@" in name:
         raise ValueError(f"dataset name {name!r}: use letters, digits, '-' or '_' (no '/' or '@')")
@@ -189,6 +190,8 @@ def _finish(
     rows = hub.verdict_columns(store, rows)  # lineage, passed and the sub-scores, on every rollout's row
     try:
         files, digest = _write(rows, partial, formats)
+        if write_extra is not None:  # a format of its own files (clawsdk.data.atif)
+            files += write_extra(partial)
         manifest = {
             "format_version": FORMAT_VERSION,
             "id": dataset_id,

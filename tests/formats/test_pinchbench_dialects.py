@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
 from tests.conftest import FIXTURES
 from tests.formats.formats_helpers import use_scripted_judge
 
