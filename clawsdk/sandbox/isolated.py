@@ -49,6 +49,9 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         self.privileged = os.geteuid() == 0
         self.sandbox_root: SandboxRoot | None = None
         self.io_dir: Path | None = None
+        #: where the task's logs folder is mounted inside (Harbor's /logs), and its host folder
+        self.logs_path: str | None = None
+        self.logs_dir: Path | None = None
 
     # ---- subclass hooks --------------------------------------------------------------------
 
@@ -70,7 +73,46 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         """The folder that holds this backend's sandbox roots."""
         return workspace_root(self.config.root)
 
+    def cannot_run(self, task: Task) -> str | None:
+        env = task.environment
+        if env is not None and env.dockerfile:
+            return super().cannot_run(task)
+        if env is not None:
+            try:
+                self.task_paths(task)
+            except SandboxError as e:
+                return str(e)
+        if task.network is not None and "allowlist" in task.network.modes():
+            return super().cannot_run(task)
+        return None
+
+    def task_paths(self, task: Task) -> None:
+        """Mount the workspace, the hidden files and a logs folder where the task's environment says (Harbor's
+        /app, /tests, /logs); SandboxError when those paths cannot be told apart."""
+        env = task.environment
+        self.logs_path = env.logs_dir if env is not None else None
+        if env is None:
+            return
+        # the task's resources in place of the run's options (Harbor's cpus, memory_mb, storage_mb)
+        if env.cpus:
+            self.opts.cpus = float(env.cpus)
+        if env.memory_mb:
+            self.opts.mem_mb = int(env.memory_mb)
+        if env.storage_mb:
+            self.opts.disk_mb = int(env.storage_mb)
+        if not (env.workdir or env.tests_dir):
+            return
+        extra = {**self.config.extra, **({"workspace_path": env.workdir} if env.workdir else {}),
+                 **({"hidden_path": env.tests_dir} if env.tests_dir else {})}
+        opts = IsolationOptions.from_extra(extra, self.name)
+        self.opts.workspace_path, self.opts.hidden_path = opts.workspace_path, opts.hidden_path
+        if self.logs_path and any(self.logs_path == p or self.logs_path.startswith(p + "/") or p.startswith(
+                self.logs_path + "/") for p in (opts.workspace_path, opts.hidden_path, opts.home)):
+            raise SandboxError(f"{self.name} sandbox: the task's logs folder {self.logs_path} overlaps its "
+                               "workspace, tests or home")
+
     async def start(self, task: Task) -> None:
+        self.task_paths(task)
         await self.preflight()
         base = self.sandbox_base()
         if (self.name, base) not in _swept:
@@ -94,6 +136,10 @@ class IsolatedHostDirSandbox(HostDirSandbox):
             for d in (self.workspace, self.home):
                 d.mkdir()
                 self._own(d)
+            if self.logs_path:  # the verifier's to write in; emptied after the agent's turn (Harbor's /logs)
+                self.logs_dir = self.root / "logs"
+                self.logs_dir.mkdir()
+                self._own(self.logs_dir)
             self.io_dir.mkdir(mode=0o755)
             (self.root / "hidden").mkdir(mode=0o755)
             for f in task.workspace:

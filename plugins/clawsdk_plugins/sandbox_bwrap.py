@@ -253,6 +253,8 @@ class BwrapSandbox(IsolatedHostDirSandbox):
         args += [*extra, "--bind", str(self.home), o.home, "--bind", str(self.workspace), o.workspace_path]
         if self.hidden_dir is not None:
             args += ["--ro-bind", str(self.hidden_dir), o.hidden_path]
+        if self.logs_dir is not None and self.logs_path:
+            args += ["--bind", str(self.logs_dir), self.logs_path]
         return args + ["--chdir", chdir]
 
 

@@ -148,9 +148,33 @@ class DockerSandbox(IsolatedHostDirSandbox):
         #: runs: the container mounts it once, and an agent that moves it can put a folder of its own there
         self.mount_mark: tuple[int, int] | None = None
 
+    def cannot_run(self, task: Task) -> str | None:
+        """As any isolating sandbox, and a task with a Dockerfile gets its image built (once per content:
+        clawsdk_plugins.docker_image), or the reason it cannot be."""
+        env = task.environment
+        if env is not None and env.dockerfile:
+            from clawsdk_plugins.docker_image import task_image
+
+            try:
+                self.client = self.client or client()
+                task_image(self.client, task, self.opts.image)
+            except SandboxError as e:
+                return str(e)
+            task = task.model_copy(update={"environment": env.model_copy(update={"dockerfile": None})})
+        if self.opts.network and task.network is not None:
+            return ("the docker sandbox was given network=true, an open network; the task sets a network "
+                    "policy, which that would not keep: leave the network option out")
+        return super().cannot_run(task)
+
     async def start(self, task: Task) -> None:
         from clawsdk_plugins import docker_pool
 
+        self.task_paths(task)
+        if task.environment is not None and task.environment.dockerfile:
+            from clawsdk_plugins.docker_image import task_image
+
+            await self.preflight()
+            self.opts.image = await blocking(task_image, self.client, task, self.opts.image)
         await self.preflight()
         if not (docker_pool.enabled(self) and await blocking(docker_pool.adopt, self, task)):
             await super().start(task)
@@ -185,6 +209,8 @@ class DockerSandbox(IsolatedHostDirSandbox):
             str(self.root / "hidden"): {"bind": o.hidden_path, "mode": "ro"},
             str(self.io_dir): {"bind": IO_PATH, "mode": "ro"},
         }
+        if self.logs_dir is not None and self.logs_path:
+            volumes[str(self.logs_dir)] = {"bind": self.logs_path, "mode": "rw"}
         # the tool runtime, read-only, for the tools that run inside (Sandbox.spawn): the same for every
         # container of this process, so pooled containers serve any task
         for host_path, inside in toolruntime.current().mounts():
