@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import anyio
@@ -36,6 +36,7 @@ from clawsdk.hookspecs import hookimpl
 from clawsdk.sandbox import safefs
 from clawsdk.sandbox import toolruntime
 from clawsdk.sandbox.base import Capabilities, ExecResult, ProcessLimits, SandboxConfig, SandboxProcess
+from clawsdk.sandbox.egress import FORWARDER, SOCKET_INSIDE
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
 from clawsdk.sandbox.process import StderrTail, rlimit_args
@@ -211,6 +212,8 @@ class DockerSandbox(IsolatedHostDirSandbox):
         }
         if self.logs_dir is not None and self.logs_path:
             volumes[str(self.logs_dir)] = {"bind": self.logs_path, "mode": "rw"}
+        if self.egress is not None:
+            volumes[str(self.egress.path.parent)] = {"bind": str(PurePosixPath(SOCKET_INSIDE).parent), "mode": "rw"}
         # the tool runtime, read-only, for the tools that run inside (Sandbox.spawn): the same for every
         # container of this process, so pooled containers serve any task
         for host_path, inside in toolruntime.current().mounts():
@@ -250,6 +253,16 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         await blocking(self._make_home_chain)
         await blocking(run)  # not abandoned on cancel: start() waits for it, then close() removes it
+        if self.egress is not None:
+            await blocking(self._start_forwarder)
+
+    def _start_forwarder(self) -> None:
+        """The relay to the egress proxy, in the container's own network namespace, as the keeper's uid: the
+        agent's `kill -9 -1` does not stop it (and if it did, the network would only be shut)."""
+        api = self.client.api
+        eid = api.exec_create(self.container.id, ["python3", "-I", "-c", FORWARDER, SOCKET_INSIDE, "--"],
+                              user=self.keeper)["Id"]
+        api.exec_start(eid, detach=True)
 
     def _make_home_chain(self) -> None:
         """The folders down to a workspace mounted inside HOME (~/.openclaw), the agent's as under bwrap: else
