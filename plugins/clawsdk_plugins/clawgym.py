@@ -39,7 +39,7 @@ from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import (Budget, ReadLimits, check_instruction, guarded, lexists, parse_json, read_text,
                                    read_tree)
 from clawsdk.verify.untouched import untouched_copy
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score, spec_as
 
 ENTRY_FILE = "data_entry.json"
 INPUT_DIR = "input_files"
@@ -567,11 +567,7 @@ class ClawGymVerifier(Verifier):
     name = "clawgym"
 
     def __init__(self, spec: VerifierSpec):
-        try:
-            self.spec = ClawGymSpec.model_validate(spec.model_dump())
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        self.spec = spec_as(ClawGymSpec, spec)
         self.reward_dir = self.spec.script.rsplit("/", 1)[0] if "/" in self.spec.script else ""
 
     def check_task(self, task: Task) -> None:

@@ -42,7 +42,7 @@ from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
 from clawsdk.tasks.model import File, Task, VerifierSpec
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, lexists, read_text, read_tree
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score, spec_as
 from clawsdk_plugins.clawgym import validated_task, validation_message_of
 
 log = logging.getLogger(__name__)
@@ -163,7 +163,7 @@ def solution_files(task: Task) -> list[File] | None:
     sol = task.solution or []
     if len(sol) != 1 or sol[0].tool != "exec" or not str(sol[0].args.get("command", "")).startswith(SOLUTION_MARK):
         return None
-    pattern = re.compile(rf"^printf '%s' (\S+) \| base64 -d > (\S+)$")
+    pattern = re.compile(r"^printf '%s' (\S+) \| base64 -d > (\S+)$")
     files = []
     for line in sol[0].args["command"].splitlines():
         if m := pattern.match(line):
@@ -471,11 +471,7 @@ class HarborVerifier(Verifier):
     name = "harbor"
 
     def __init__(self, spec: VerifierSpec):
-        try:
-            self.spec = HarborSpec.model_validate(spec.model_dump())
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        self.spec = spec_as(HarborSpec, spec)
 
     def check_task(self, task: Task) -> None:
         if not any(f.path == self.spec.script for f in task.hidden):

@@ -46,7 +46,7 @@ from clawsdk.sandbox.paths import normalize_relative
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
 from clawsdk.verify.untouched import untouched_copy
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, spec_as
 from clawsdk_plugins.clawgym import validated_task, validation_message_of
 
 log = logging.getLogger(__name__)
@@ -528,11 +528,7 @@ class PinchBenchVerifier(Verifier):
     name = "pinchbench"
 
     def __init__(self, spec: VerifierSpec):
-        try:
-            self.spec = PinchBenchSpec.model_validate(spec.model_dump())
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        self.spec = spec_as(PinchBenchSpec, spec)
 
     def check_task(self, task: Task) -> None:
         """ValueError when the task does not hold a grade() code that compiles: every rollout of it would be a
