@@ -55,6 +55,8 @@ SOLUTION_MARK = "# clawsdk: harbor solution/ (each file, then solve.sh run in th
 SCHEMA_VERSION = "1.4"  # the task.toml schema this reads and writes (Harbor 0.26)
 #: what the exporter builds from when a task has workspace files and no Dockerfile of its own
 DEFAULT_BASE = "clawsdk-sandbox:latest"
+#: the folder of environment/ the exporter copies a task's workspace from (COPY clawsdk-workspace/ /app/)
+GENERATED = "clawsdk-workspace"
 _COPY = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.I)
 _WORKDIR = re.compile(r"^\s*WORKDIR\s+(\S+)\s*$", re.I)
 _NETWORK = {"no-network": "none", "allowlist": "allowlist"}
@@ -276,6 +278,9 @@ def load_task(folder: Path) -> Task:
             extras = json.loads(ours)
         except json.JSONDecodeError as e:
             raise _refuse(toml_path, f"not JSON: {e}", task_id, "[metadata].clawsdk") from None
+        if isinstance(extras.get("environment"), dict):  # the task's own Dockerfile, not the export's
+            extras["environment"]["context"] = [f for f in context if not f.path.startswith(GENERATED + "/")] \
+                if dockerfile is not None else []
         data.update(extras)
         data["metadata"]["harbor"]["metadata"] = {k: v for k, v in meta.items() if k != "clawsdk"}
     return validated_task(data, str(toml_path), task_id, id_field="id")
@@ -351,15 +356,16 @@ def export_task(task: Task, folder: Path) -> None:
     if loose:  # workspace files the image does not put in the workdir: copied in by the Dockerfile
         if dockerfile is None:
             dockerfile = f"FROM {DEFAULT_BASE}\nWORKDIR {workdir}\n"
-        context += [f.model_copy(update={"path": f"workspace/{f.path}"}) for f in loose]
-        dockerfile = dockerfile.rstrip("\n") + f"\nCOPY workspace/ {workdir}/\n"
+        context += [f.model_copy(update={"path": f"{GENERATED}/{f.path}"}) for f in loose]
+        dockerfile = dockerfile.rstrip("\n") + f"\nCOPY {GENERATED}/ {workdir}/\n"
     solution = _solve_sh(task, workdir)
     # what Harbor has no field for, so that loading the folder again gives the same task (the same hash)
+    # (the workspace is not among it: the Dockerfile copies it in, and reading the folder derives it again;
+    # nor the build context, which is environment/ less what the export adds)
     again: dict[str, Any] = {"tools": task.tools, "limits": task.limits.model_dump(mode="json"),
                              "verifier": task.verifier.model_dump(mode="json"), "tags": task.tags,
-                             "environment": env.model_dump(mode="json") if env else None,
+                             "environment": env.model_dump(mode="json", exclude={"context"}) if env else None,
                              "network": task.network.model_dump(mode="json") if task.network else None,
-                             "workspace": [f.model_dump(mode="json") for f in task.workspace],
                              "solution": [c.model_dump(mode="json") for c in task.solution] if task.solution else None}
     for key in ("tool_policy", "tool_config", "mcp_servers"):
         dumped = task.model_dump(mode="json").get(key)

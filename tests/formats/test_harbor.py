@@ -97,7 +97,9 @@ def test_clawsdk_task_to_harbor_to_clawsdk_keeps_the_hash(tmp_path):
     assert load_task(folder).hash == task.hash
     # a Harbor reader gets a runnable task: the workspace copied in by the Dockerfile, solve.sh from the calls
     dockerfile = (folder / "environment" / "Dockerfile").read_text()
-    assert "COPY workspace/ /app/" in dockerfile and (folder / "environment/workspace/sub/notes.md").is_file()
+    assert "COPY clawsdk-workspace/ /app/" in dockerfile
+    assert (folder / "environment/clawsdk-workspace/sub/notes.md").read_text() == "# n\n"
+    assert "notes" not in (folder / "task.toml").read_text()  # the workspace is not carried twice
     assert "base64 -d > report.txt" in (folder / "solution" / "solve.sh").read_text()
     config = tomllib.loads((folder / "task.toml").read_text())
     assert config["agent"]["network_mode"] == "allowlist" and config["agent"]["allowed_hosts"] == ["example.org"]
