@@ -151,3 +151,9 @@ def test_harbor_tasks_run_with_the_right_endings(backend, tmp_path):
     assert subs == {"name": 1.0, "port": 0.0}
     assert not rows["missing-reward"]["scored"]
     assert "wrote no reward" in rows["missing-reward"]["error"]
+
+
+def test_the_harbor_source_passes_the_task_source_kit():
+    from clawsdk.testing import check_task_source
+
+    check_task_source(HarborSource(), HARBOR / "primes", broken=HARBOR / "compose", name="harbor").assert_ok()
