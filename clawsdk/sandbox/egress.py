@@ -15,8 +15,10 @@ from __future__ import annotations
 import ipaddress
 import os
 import select
+import shutil
 import socket
 import socketserver
+import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -109,8 +111,11 @@ def _internal(ip: str) -> bool:
 class EgressProxy:
     """The host side: a proxy on a unix socket whose allowlist is `hosts()`, read at each connection."""
 
-    def __init__(self, path: Path, hosts: Callable[[], list[str]], uid: int | None = None):
-        self.path = path
+    def __init__(self, hosts: Callable[[], list[str]], uid: int | None = None):
+        # a folder of its own under the temp folder: a unix socket's path is at most 107 bytes, and a sandbox
+        # root can lie deeper than that leaves room for; the sandbox binds the folder in
+        self.path = Path(tempfile.mkdtemp(prefix="clawsdk-egress-")) / "egress.sock"
+        self.path.parent.chmod(0o755)
         self.hosts = hosts
         proxy = self
 
@@ -121,18 +126,17 @@ class EgressProxy:
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.server = Server(str(path), Handler)
-        os.chmod(path, 0o666)  # the sandbox's uid connects to it
+        self.server = Server(str(self.path), Handler)
+        os.chmod(self.path, 0o666)  # the sandbox's uid connects to it
         if uid is not None:
-            os.chown(path.parent, uid, uid)
-        self.thread = threading.Thread(target=self.server.serve_forever, name=f"egress {path}", daemon=True)
+            os.chown(self.path.parent, uid, uid)
+        self.thread = threading.Thread(target=self.server.serve_forever, name=f"egress {self.path}", daemon=True)
         self.thread.start()
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-        self.path.unlink(missing_ok=True)
+        shutil.rmtree(self.path.parent, ignore_errors=True)
 
     def _handle(self, client: socket.socket) -> None:
         client.settimeout(30)

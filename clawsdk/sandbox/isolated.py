@@ -150,7 +150,7 @@ class IsolatedHostDirSandbox(HostDirSandbox):
                 d.mkdir()
                 self._own(d)
             if self.network is not None:  # the sandbox's only way out; the socket is bound in at SOCKET_INSIDE
-                self.egress = EgressProxy(self.root / "egress" / "egress.sock", self.phase_hosts, self.file_owner)
+                self.egress = EgressProxy(self.phase_hosts, self.file_owner)
             if self.logs_path:  # the verifier's to write in; emptied after the agent's turn (Harbor's /logs)
                 self.logs_dir = self.root / "logs"
                 self.logs_dir.mkdir()
