@@ -126,10 +126,14 @@ class EgressProxy:
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
 
-        self.server = Server(str(self.path), Handler)
-        os.chmod(self.path, 0o666)  # the sandbox's uid connects to it
-        if uid is not None:
-            os.chown(self.path.parent, uid, uid)
+        try:
+            self.server = Server(str(self.path), Handler)
+            os.chmod(self.path, 0o666)  # the sandbox's uid connects to it
+            if uid is not None:
+                os.chown(self.path.parent, uid, uid)
+        except BaseException:
+            shutil.rmtree(self.path.parent, ignore_errors=True)
+            raise
         self.thread = threading.Thread(target=self.server.serve_forever, name=f"egress {self.path}", daemon=True)
         self.thread.start()
 
