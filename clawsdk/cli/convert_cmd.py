@@ -12,13 +12,13 @@ from clawsdk.cli.common import err_console, friendly_errors, load_all, print_tas
 @click.command("convert")
 @click.argument("sources", nargs=-1, required=True)
 @click.option("--to", "fmt", required=True, metavar="FORMAT",
-              help="The format to write: a task source that can write (native, clawgym, clawgym-jsonl; "
+              help="The format to write: a task source that can write (native, clawgym, clawgym-jsonl, harbor; "
                    "jsonl is clawgym-jsonl).")
 @click.option("--out", "-o", required=True, type=click.Path(),
-              help="A folder (native, clawgym: one subfolder per task) or a .jsonl file (clawgym-jsonl).")
+              help="A folder (native, clawgym, harbor: one subfolder per task) or a .jsonl file (clawgym-jsonl).")
 @friendly_errors
 def convert_command(sources, fmt, out):
-    """Export the tasks in SOURCES (paths or SOURCE:PATH) as native folders, ClawGym folders or jsonl."""
+    """Export the tasks in SOURCES (paths or SOURCE:PATH) as native, ClawGym or Harbor folders, or jsonl."""
     from clawsdk.tasks.convert import ALIASES, export_tasks, formats
 
     known = formats()

@@ -243,9 +243,11 @@ def select_command(db, as_json, show, **rules):
     "--format",
     "formats",
     multiple=True,
-    type=click.Choice(["jsonl", "hf", "parquet"]),
+    type=click.Choice(["jsonl", "hf", "parquet", "atif"]),
     default=("jsonl", "hf", "parquet"),
     show_default=True,
+    help="atif: one ATIF-v1.7 document per rollout under atif/ (of the SFT selection), with an index in the "
+    "other formats given (default jsonl).",
 )
 @click.option(
     "--style",
@@ -301,7 +303,16 @@ def export_command(
     selection, held_out = _selection(**rules)
     rule = HeldOut(selection.exclude_tasks, held_out)
     with Store(db) as store:
-        if kind == "sft":
+        if "atif" in formats:
+            from clawsdk.data.atif import export_atif
+
+            if kind != "sft":
+                raise click.UsageError("--format atif writes the rollouts of an SFT selection; leave --kind out")
+            result = select(store, selection, held_out=held_out)
+            rule.counts.update(result.held_out)
+            _warn_unreadable(result.candidates)
+            exp = export_atif(store, result, out, name=name, formats=[f for f in formats if f != "atif"] or ["jsonl"])
+        elif kind == "sft":
             result = select(store, selection, held_out=held_out)
             rule.counts.update(result.held_out)
             _warn_unreadable(result.candidates)
@@ -418,6 +429,46 @@ def _rl_tasks(store: Store, task_paths: tuple[str, ...], selection, rule) -> lis
         ]
         tasks = [store.task(h) for h in hashes]
     return [t for t in tasks if t is not None and not rule.why(store, t.id, t.hash, t)]
+
+
+@data_group.command("import")
+@click.argument("source")
+@click.option("--run", "run_id", default=None, help="The run the rollouts are recorded in (default: a new id).")
+@click.option("--tasks", "task_paths", multiple=True, type=click.Path(exists=True),
+              help="Tasks to attach the trajectories to, by the task id each names (repeat); else each gets a task "
+              "made from its instruction.")
+@db_option
+@friendly_errors
+def import_command(source, run_id, task_paths, db):
+    """Record trajectories made elsewhere as rollouts of agent `imported`: SOURCE is atif:PATH (an ATIF
+    document, a .jsonl of them, or a folder of them, an export's atif/ included).
+
+    Their scores are the ones the documents carry, not taken again: replay them on their tasks
+    (`clawsdk run TASKS --agent replay --agent-opt run=RUN`) to score them anew."""
+    from clawsdk.data.atif import import_atif
+    from clawsdk.runtime.ids import new_run_id
+
+    fmt, _, path = source.partition(":")
+    if fmt != "atif" or not path:
+        raise click.UsageError(f"{source!r}: give atif:PATH (ATIF is the format clawsdk imports)")
+    if not Path(path).exists():
+        raise click.UsageError(f"{path}: no such file or folder")
+    tasks = {}
+    if task_paths:
+        from clawsdk.tasks.sources import load_many
+
+        loaded = load_many(task_paths)
+        tasks = {t.id: t for t in loaded.tasks}
+    run_id = run_id or new_run_id()
+    with Store(db) as store:
+        report = import_atif(store, Path(path), run_id=run_id, tasks=tasks)
+    for line in report["errors"]:
+        console.print(f"[red]not imported[/red] {escape(line)}")
+    console.print(f"imported {report['imported']} trajectories into run {escape(run_id)}"
+                  + (f" ({report['skipped']} already there)" if report["skipped"] else "")
+                  + (f"; {len(report['errors'])} could not be read" if report["errors"] else ""))
+    if report["errors"] and not report["imported"]:
+        raise SystemExit(1)
 
 
 @data_group.command("list")

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from clawsdk.cli.common import console, fmt_reward, friendly_errors, load_all, print_task_errors
 from clawsdk.cli.options import concurrency_option, sandbox_option
+from clawsdk.tasks.model import category_inferred, category_label
 
 
 @click.group("tasks")
@@ -28,7 +29,8 @@ def list_command(paths, as_json):
     tasks, errors = load_all(paths)
     if as_json:
         click.echo(json.dumps({
-            "tasks": [{"id": t.id, "category": t.category, "difficulty": t.difficulty, "hash": t.hash,
+            "tasks": [{"id": t.id, "category": t.category,
+                       "category_inferred": category_inferred(t), "difficulty": t.difficulty, "hash": t.hash,
                        "files": len(t.workspace), "hidden": len(t.hidden), "solution": bool(t.solution)}
                       for t in tasks],
             "errors": [{"path": e.path, "field": e.field, "message": e.message} for e in errors],
@@ -38,7 +40,7 @@ def list_command(paths, as_json):
     for col in ("id", "category", "difficulty", "files", "hidden", "verifier", "solution", "hash"):
         table.add_column(col)
     for t in tasks:
-        table.add_row(escape(t.id), t.category or "", t.difficulty or "", str(len(t.workspace)),
+        table.add_row(escape(t.id), escape(category_label(t)), t.difficulty or "", str(len(t.workspace)),
                       str(len(t.hidden)), t.verifier.type, "yes" if t.solution else "no", t.hash[:12])
     console.print(table)
     console.print(f"{len(tasks)} task(s)" + (f", {len(errors)} unreadable" if errors else ""))
@@ -59,7 +61,7 @@ def show_command(path, task_id):
     if len(chosen) > 1:
         raise LookupError(f"{len(chosen)} tasks under {path}; name one: {', '.join(t.id for t in chosen[:10])}")
     t = chosen[0]
-    console.print(f"[bold]{escape(t.id)}[/bold]  {t.category or ''}  {t.difficulty or ''}  hash {t.hash[:12]}")
+    console.print(f"[bold]{escape(t.id)}[/bold]  {escape(category_label(t))}  {t.difficulty or ''}  hash {t.hash[:12]}")
     console.print(escape(t.instruction))
     console.rule("workspace")
     for f in t.workspace:

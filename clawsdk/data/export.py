@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clawsdk.data import lineage
+from clawsdk.data import hub, lineage
 from clawsdk.data.select import Candidate, SelectionResult
 from clawsdk.data.tokenize import CONTROL_TOKENS, control_tokens, find_control_token
 from clawsdk.data.trajectory import PromptStyle, Trajectory, tool_listing
@@ -168,6 +168,7 @@ def _finish(
     formats: tuple[str, ...] | list[str],
     selection: dict | None,
     extra: dict | None = None,
+    write_extra: Any = None,
 ) -> Export:
     if not name or "/" in name or "@" in name:
         raise ValueError(f"dataset name {name!r}: use letters, digits, '-' or '_' (no '/' or '@')")
@@ -186,8 +187,11 @@ def _finish(
     # export leaves no half-written NAME-vN behind.
     Path(out).mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.partial-", dir=out))
+    rows = hub.verdict_columns(store, rows)  # lineage, passed and the sub-scores, on every rollout's row
     try:
         files, digest = _write(rows, partial, formats)
+        if write_extra is not None:  # a format of its own files (clawsdk.data.atif)
+            files += write_extra(partial)
         manifest = {
             "format_version": FORMAT_VERSION,
             "id": dataset_id,
@@ -202,6 +206,7 @@ def _finish(
             **(extra or {}),
         }
         (partial / "dataset.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        hub.write_loaders(partial, manifest)  # datasets.load_dataset / load_from_disk on the folder itself
         if own_leftover:
             shutil.rmtree(folder)  # this store's export of this very version that never reached the store
         partial.rename(folder)  # fails, rather than replaces, if something non-empty appeared meanwhile

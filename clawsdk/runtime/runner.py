@@ -29,11 +29,11 @@ from clawsdk.runtime.ids import new_run_id, rollout_id
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle
+from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle, runnable
 from clawsdk.sandbox.hostdir import check_root
 from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.store.writer import StoreWriter
-from clawsdk.tasks.model import Task
+from clawsdk.tasks.model import Task, category_label
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,10 @@ async def run(
     check_root(cfg.root)  # a root that cannot hold workspaces: one error now, not every rollout unscored
     sandbox = choose_sandbox(sandbox)
     # fail now, not in every rollout: an unknown backend, or tasks that need what it cannot give
-    check_tasks(tasks, registry.get("sandboxes", sandbox)(cfg).capabilities, sandbox)
+    probe = registry.get("sandboxes", sandbox)(cfg)
+    check_tasks(tasks, probe.capabilities, sandbox)
+    # a task whose image, paths or network policy the backend cannot give is skipped with its line
+    tasks, cannot_run = await anyio.to_thread.run_sync(runnable, list(tasks), probe)
     # and what the agent cannot do with these tasks or this sandbox (`preflight(tasks, sandbox)`, optional)
     preflight = getattr(the_agent, "preflight", None)
     if callable(preflight):
@@ -142,7 +145,7 @@ async def run(
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
     tasks, unknown_skills = with_known_skills(tasks, registry)
-    task_errors = [*task_errors, *unknown_skills]
+    task_errors = [*task_errors, *cannot_run, *unknown_skills]
     result = RunResult(run_id=run_id, db=db_path, task_errors=list(task_errors))
     agent_name = getattr(the_agent, "name", type(the_agent).__name__)
 
@@ -153,7 +156,7 @@ async def run(
     # that never started as missing, and a resume with more samples is reported with them
     run_tasks = {**(before.get("tasks") or {}), **{t.id: t.hash for t in tasks}}  # task id -> hash
     run_samples = max(samples, int(before.get("samples") or 0))
-    by_category = {t.id: t.category for t in tasks}
+    by_category = {t.id: category_label(t) or None for t in tasks}
     sandbox_slots = anyio.CapacityLimiter(concurrency)
     agent_by_name = agent if isinstance(agent, str) else None
     started: list[str] = []  # every rollout this invocation started: it must end them all

@@ -168,6 +168,24 @@ class Sandbox(abc.ABC):
     #: Set by `end_turn`: what runs from then on is the verifier's, with SCORING_ENV in its environment.
     turn_over: bool = False
 
+    def cannot_run(self, task: Task) -> str | None:
+        """Why this backend cannot give `task` what it asks (an image of its own, its paths, its network
+        policy), or None. The runner asks once per task, before any rollout: a task refused here is skipped
+        with that line and none of its rollouts runs. A backend that enforces more overrides it."""
+        env = task.environment
+        if env is not None and env.dockerfile:
+            return (f"the {self.name} sandbox builds no images, and the task's environment has a Dockerfile: "
+                    "run it with --sandbox docker")
+        if env is not None and (env.workdir or env.tests_dir or env.logs_dir):
+            return (f"the {self.name} sandbox cannot mount the task's workspace, tests or logs at its paths "
+                    f"({env.workdir or '-'}, {env.tests_dir or '-'}, {env.logs_dir or '-'}): run it with "
+                    "--sandbox bwrap or docker")
+        if task.network is not None and "allowlist" in task.network.modes():
+            return (f"the {self.name} sandbox cannot enforce a network allowlist "
+                    f"({', '.join(task.network.agent.hosts + task.network.verifier.hosts)}); it is refused "
+                    "rather than run with an open network")
+        return None
+
     @abc.abstractmethod
     async def start(self, task: Task) -> None:
         """Create the workspace with the task's initial files."""

@@ -13,7 +13,9 @@ import functools
 from collections.abc import Iterable
 from dataclasses import fields
 
-from clawsdk.errors import ClawError
+from typing import Any
+
+from clawsdk.errors import ClawError, TaskFormatError
 from clawsdk.sandbox.base import Capabilities, SandboxConfig
 from clawsdk.tasks.model import Task
 
@@ -54,6 +56,21 @@ def check_tasks(tasks: Iterable[Task], caps: Capabilities, backend: str = "this 
             f"{backend} does not provide what these tasks need: " + "; ".join(problems)
             + " (see `clawsdk sandbox check` for the backends that do)"
         )
+
+
+def runnable(tasks: list[Task], sandbox: Any) -> tuple[list[Task], list[TaskFormatError]]:
+    """The tasks `sandbox` (an unstarted instance of the run's backend) can run, and one error for each it
+    cannot (`Sandbox.cannot_run`: an image it cannot build, paths it cannot mount, a network policy it cannot
+    enforce). Said once per task, before anything runs; none of a refused task's rollouts runs."""
+    check = getattr(sandbox, "cannot_run", None)  # a backend that is no Sandbox subclass says nothing
+    keep, refused = [], []
+    for task in tasks:
+        why = check(task) if callable(check) else None
+        if why is None:
+            keep.append(task)
+        else:
+            refused.append(TaskFormatError(str(task.provenance.get("path", task.id)), why, task_id=task.id))
+    return keep, refused
 
 
 def backend_capabilities(name: str, config: SandboxConfig | None = None) -> Capabilities:

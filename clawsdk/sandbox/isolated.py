@@ -18,10 +18,11 @@ import anyio
 
 from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.sandbox.egress import EgressProxy, proxy_env
 from clawsdk.sandbox.hostdir import HostDirSandbox, workspace_root
 from clawsdk.sandbox.hostroot import SandboxRoot, remove_tree, sweep_orphans
 from clawsdk.sandbox.limits import IsolationOptions
-from clawsdk.tasks.model import File, Task
+from clawsdk.tasks.model import File, NetworkPolicy, Task
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,12 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         self.privileged = os.geteuid() == 0
         self.sandbox_root: SandboxRoot | None = None
         self.io_dir: Path | None = None
+        #: where the task's logs folder is mounted inside (Harbor's /logs), and its host folder
+        self.logs_path: str | None = None
+        self.logs_dir: Path | None = None
+        #: a task's network policy when it has an allowlist, and the proxy that enforces it
+        self.network: NetworkPolicy | None = None
+        self.egress: EgressProxy | None = None
 
     # ---- subclass hooks --------------------------------------------------------------------
 
@@ -70,7 +77,55 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         """The folder that holds this backend's sandbox roots."""
         return workspace_root(self.config.root)
 
+    def cannot_run(self, task: Task) -> str | None:
+        env = task.environment
+        if env is not None and env.dockerfile:
+            return super().cannot_run(task)
+        if env is not None:
+            try:
+                self.task_paths(task)
+            except SandboxError as e:
+                return str(e)
+        return None
+
+    def phase_hosts(self) -> list[str]:
+        """The hosts the phase now running may reach through the egress proxy (none when its mode is not
+        allowlist): the agent's while its turn lasts, the verifier's once it is over."""
+        net = self.network
+        if net is None:
+            return []
+        phase = net.verifier if self.turn_over else net.agent
+        return list(phase.hosts) if phase.mode == "allowlist" else []
+
+    def task_paths(self, task: Task) -> None:
+        """Mount the workspace, the hidden files and a logs folder where the task's environment says (Harbor's
+        /app, /tests, /logs); SandboxError when those paths cannot be told apart."""
+        env = task.environment
+        self.logs_path = env.logs_dir if env is not None else None
+        # an allowlist in either phase: the way out is the egress proxy (clawsdk.sandbox.egress)
+        self.network = task.network if task.network is not None and "allowlist" in task.network.modes() else None
+        if env is None:
+            return
+        # the task's resources in place of the run's options (Harbor's cpus, memory_mb, storage_mb)
+        if env.cpus:
+            self.opts.cpus = float(env.cpus)
+        if env.memory_mb:
+            self.opts.mem_mb = int(env.memory_mb)
+        if env.storage_mb:
+            self.opts.disk_mb = int(env.storage_mb)
+        if not (env.workdir or env.tests_dir):
+            return
+        extra = {**self.config.extra, **({"workspace_path": env.workdir} if env.workdir else {}),
+                 **({"hidden_path": env.tests_dir} if env.tests_dir else {})}
+        opts = IsolationOptions.from_extra(extra, self.name)
+        self.opts.workspace_path, self.opts.hidden_path = opts.workspace_path, opts.hidden_path
+        if self.logs_path and any(self.logs_path == p or self.logs_path.startswith(p + "/") or p.startswith(
+                self.logs_path + "/") for p in (opts.workspace_path, opts.hidden_path, opts.home)):
+            raise SandboxError(f"{self.name} sandbox: the task's logs folder {self.logs_path} overlaps its "
+                               "workspace, tests or home")
+
     async def start(self, task: Task) -> None:
+        self.task_paths(task)
         await self.preflight()
         base = self.sandbox_base()
         if (self.name, base) not in _swept:
@@ -94,6 +149,12 @@ class IsolatedHostDirSandbox(HostDirSandbox):
             for d in (self.workspace, self.home):
                 d.mkdir()
                 self._own(d)
+            if self.network is not None:  # the sandbox's only way out; the socket is bound in at SOCKET_INSIDE
+                self.egress = EgressProxy(self.phase_hosts, self.file_owner)
+            if self.logs_path:  # the verifier's to write in; emptied after the agent's turn (Harbor's /logs)
+                self.logs_dir = self.root / "logs"
+                self.logs_dir.mkdir()
+                self._own(self.logs_dir)
             self.io_dir.mkdir(mode=0o755)
             (self.root / "hidden").mkdir(mode=0o755)
             for f in task.workspace:
@@ -136,6 +197,9 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         if self._closed:
             return
         with anyio.CancelScope(shield=True):
+            if self.egress is not None:
+                self.egress.close()
+                self.egress = None
             try:
                 await self.teardown()
             finally:
@@ -174,4 +238,6 @@ class IsolatedHostDirSandbox(HostDirSandbox):
         env = super().base_env()
         env.update(PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", HOME=self.opts.home,
                    USER="sandbox", LOGNAME="sandbox", TMPDIR="/tmp", SHELL="/bin/bash")
+        if self.network is not None:
+            env.update(proxy_env())
         return env

@@ -239,10 +239,13 @@ class Store:
         return ended
 
     def upsert_task(self, task: Any, source: str | None = None) -> None:
+        from clawsdk.tasks.model import category_label
+
         self.db.execute(
             """INSERT OR IGNORE INTO tasks (hash, id, category, difficulty, source, instruction, data)
                VALUES (?, ?, ?, ?, ?, ?, ?)""",
-            [task.hash, task.id, task.category, task.difficulty,
+            # the category as reports show it: an inferred one says so (clawsdk.tasks.categories)
+            [task.hash, task.id, category_label(task) or None, task.difficulty,
              source or task.provenance.get("source"), task.instruction, task.model_dump_json()],
         )
 

@@ -272,6 +272,69 @@ class McpServer(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+NETWORK_MODES = ("none", "loopback", "allowlist")
+
+
+class PhaseNetwork(BaseModel):
+    """What one phase (the agent's turn, the verifier's) may reach: `none` (nothing outside the sandbox),
+    `loopback` (the sandbox's own loopback), `allowlist` (those `hosts` too). A backend that cannot enforce a
+    policy refuses the task before it runs, never opens the network."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: str = "none"
+    hosts: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+
+    @model_validator(mode="after")
+    def _known(self) -> PhaseNetwork:
+        if self.mode not in NETWORK_MODES:
+            raise ValueError(f"mode {self.mode!r}: one of {', '.join(NETWORK_MODES)}")
+        if self.hosts and self.mode != "allowlist":
+            raise ValueError("hosts: only an allowlist has hosts")
+        return self
+
+
+class NetworkPolicy(BaseModel):
+    """Per-phase network policy (Harbor's [agent] / [verifier] network_mode); both default to none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: PhaseNetwork = Field(default_factory=PhaseNetwork)
+    verifier: PhaseNetwork = Field(default_factory=PhaseNetwork)
+
+    def modes(self) -> set[str]:
+        return {self.agent.mode, self.verifier.mode}
+
+
+class Environment(BaseModel):
+    """Where a task expects to run, as Harbor tasks say: an image of its own (`dockerfile`, built by the docker
+    sandbox from its build `context`), the folder its files name as the workspace (`workdir`, Harbor's /app),
+    where its hidden files appear once the agent is done (`tests_dir`, Harbor's /tests), a folder the
+    verifier writes in (`logs_dir`, Harbor's /logs), emptied after the agent's turn, and its resources."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    dockerfile: str | None = Field(None, exclude_if=lambda v: v is None)
+    context: list[File] = Field(default_factory=list, exclude_if=lambda v: not v)
+    workdir: str | None = Field(None, exclude_if=lambda v: v is None)
+    tests_dir: str | None = Field(None, exclude_if=lambda v: v is None)
+    logs_dir: str | None = Field(None, exclude_if=lambda v: v is None)
+    # resources (Harbor's [environment]); the isolating sandboxes apply them in place of their own options
+    cpus: Number | None = Field(None, gt=0, exclude_if=lambda v: v is None)
+    memory_mb: Count | None = Field(None, ge=64, exclude_if=lambda v: v is None)
+    storage_mb: Count | None = Field(None, ge=16, exclude_if=lambda v: v is None)
+
+    @field_validator("workdir", "tests_dir", "logs_dir")
+    @classmethod
+    def _absolute(cls, path: str | None) -> str | None:
+        if path is None:
+            return None
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        if not path.startswith("/") or not parts or ".." in parts or any(c in path for c in "\x00\n"):
+            raise ValueError(f"{path!r}: an absolute folder below '/', without '..'")
+        return "/" + "/".join(parts)
+
+
 class Task(BaseModel):
     """A workspace task <p, s0, A, F, V>; versioned, with a content hash."""
 
@@ -295,6 +358,10 @@ class Task(BaseModel):
                                                    description="options per tool server, e.g. web: {pages: ...}")
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, exclude_if=lambda v: not v,
                                              description="stdio MCP servers started inside the sandbox, by name")
+    network: NetworkPolicy | None = Field(None, exclude_if=lambda v: v is None,
+                                          description="per-phase network policy; unset: none in both phases")
+    environment: Environment | None = Field(None, exclude_if=lambda v: v is None,
+                                            description="an image of its own and the paths it runs at (Harbor)")
     provenance: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -304,7 +371,7 @@ class Task(BaseModel):
         return check_task_id(task_id)
 
     @field_validator("category", "difficulty", "tags", "tools", "solution", "verifier", "tool_policy", "tool_config",
-                     "mcp_servers", "provenance", "metadata")
+                     "mcp_servers", "network", "provenance", "metadata")
     @classmethod
     def _utf8(cls, value: Any) -> Any:
         """Every text is UTF-8 and every value one JSON can write (files check their own): a lone surrogate,
@@ -314,6 +381,16 @@ class Task(BaseModel):
             where, why = found
             raise ValueError(f"{where + ' ' if where else ''}{why}")
         return value
+
+    @model_validator(mode="after")
+    def _defaults_unset(self) -> Task:
+        """A policy or environment that says only the defaults is unset, so the task keeps the hash it has
+        without it."""
+        if self.network is not None and self.network == NetworkPolicy():
+            self.network = None
+        if self.environment is not None and self.environment == Environment():
+            self.environment = None
+        return self
 
     @model_validator(mode="after")
     def _server_names(self) -> Task:
@@ -352,7 +429,8 @@ class Task(BaseModel):
 
     @property
     def hash(self) -> str:
-        """sha256 over what defines the task's behaviour (not its id, provenance or metadata).
+        """sha256 over what defines the task's behaviour (not its id, provenance, metadata or an inferred
+        category).
 
         Computed once per content: callers (the store, splits, dedup, the runner) ask for it many
         times, and a dump of a task with large files costs milliseconds. The cache lives outside
@@ -361,12 +439,16 @@ class Task(BaseModel):
         changing a nested value in place (`task.limits.timeout_s = 1`) is not noticed: assign or
         copy instead.
         """
-        values = tuple(self.__dict__[name] for name in _HASHED)
+        # an inferred category is the loader's guess, not the task's content: it leaves the hash as it was
+        inferred = category_inferred(self)
+        values = (*(self.__dict__[name] for name in _HASHED), inferred)
         cached = _hash_cache.get(id(self))
         if cached is not None and len(cached[1]) == len(values) and all(
                 a is b for a, b in zip(cached[1], values)):
             return cached[2]
         body = self.model_dump(mode="json", exclude={"id", "provenance", "metadata", "schema_version"})
+        if inferred:
+            body["category"] = None
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
         key = id(self)
@@ -374,6 +456,19 @@ class Task(BaseModel):
         # reused; holding the values themselves (not their ids) keeps a replaced value's id unique
         _hash_cache[key] = (weakref.ref(self, lambda _ref, key=key: _hash_cache.pop(key, None)), values, digest)
         return digest
+
+
+def category_inferred(task: Task) -> bool:
+    """Whether the task's category was inferred by a loader (clawsdk.tasks.categories), not given by its data."""
+    prov = task.provenance
+    return bool(task.category) and isinstance(prov, dict) and bool(prov.get("category_inferred"))
+
+
+def category_label(task: Task) -> str:
+    """The category as every listing and report shows it: an inferred one says so."""
+    if not task.category:
+        return ""
+    return f"{task.category} (inferred)" if category_inferred(task) else task.category
 
 
 #: id(task) -> (weak reference, the field values hashed, their hash); see Task.hash.

@@ -5,9 +5,11 @@ from __future__ import annotations
 import abc
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
+
+M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
     from clawsdk.runtime.recorder import Recorder
@@ -17,6 +19,18 @@ if TYPE_CHECKING:
 # ASCII decimals only: float() also reads "１" (U+FF11), "٠.٥", "0.5_0" and "nan", so a full-width
 # "１" scored 1.0 where an unreadable line scores 0
 _SCORE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def spec_as(model: type[M], spec: Any) -> M:
+    """A verifier's own spec model from the task's VerifierSpec; ValueError naming the field
+    (`verifier.timeout_s: ...`), as a verifier factory raises for a spec it cannot take."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(spec.model_dump())
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def read_score(text: str) -> float | None:

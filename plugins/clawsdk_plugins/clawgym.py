@@ -19,6 +19,7 @@ it can neither block the scripts (which would leave the rollout unscored) nor re
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import re
@@ -38,7 +39,7 @@ from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import (Budget, ReadLimits, check_instruction, guarded, lexists, parse_json, read_text,
                                    read_tree)
 from clawsdk.verify.untouched import untouched_copy
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score, spec_as
 
 ENTRY_FILE = "data_entry.json"
 INPUT_DIR = "input_files"
@@ -96,9 +97,12 @@ def mount_dir_of(value: Any) -> str:
     return "/" + "/".join(parts)
 
 
+@functools.lru_cache(maxsize=1024)
 def compile_error(data: bytes) -> str | None:
     """Why a Python script does not compile (as python3 reads the file: its coding declaration, else UTF-8),
-    or None. Checked at load: a check.py with a typo made every rollout a scored 0 blamed on the agent."""
+    or None. Checked at load: a check.py with a typo made every rollout a scored 0 blamed on the agent.
+    Remembered by content: the loader and the verifier's check_task both ask, and compiling took a tenth of
+    a ClawGym listing's CPU."""
     try:
         compile(data, "check.py", "exec", dont_inherit=True)
     except SyntaxError as e:
@@ -563,11 +567,7 @@ class ClawGymVerifier(Verifier):
     name = "clawgym"
 
     def __init__(self, spec: VerifierSpec):
-        try:
-            self.spec = ClawGymSpec.model_validate(spec.model_dump())
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        self.spec = spec_as(ClawGymSpec, spec)
         self.reward_dir = self.spec.script.rsplit("/", 1)[0] if "/" in self.spec.script else ""
 
     def check_task(self, task: Task) -> None:

@@ -115,7 +115,8 @@ def key_of(sb: DockerSandbox) -> tuple:
 def enabled(sb: DockerSandbox) -> bool:
     # the reset works from the host as root (pidfds, /proc/PID/root, setns); without root the keeper
     # also runs as the sandbox uid, so killing that uid's processes would stop the container
-    return sb.opts.pool_size > 0 and sb.privileged
+    # nor with an egress proxy: its socket and relay belong to one sandbox
+    return sb.opts.pool_size > 0 and sb.privileged and getattr(sb, "network", None) is None
 
 
 def adopt(sb: DockerSandbox, task: Task) -> bool:

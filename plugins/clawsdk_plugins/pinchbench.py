@@ -16,13 +16,22 @@ A task file::
     ## LLM Judge Rubric       ### Criterion N: Name (Weight: X%) with **Score 1.0**: ... lines
 
 `workspace_files[].source` is relative to the benchmark's `assets/` folder, looked for next to
-the task file and one level up. grade() runs inside the sandbox after the agent finishes, with
-the rollout's recorded trajectory converted to OpenClaw's transcript shape.
+the task file and one level up, first in the task's own `assets/<task_id>/` (the per-task dialect),
+then in `assets/`. grade() runs inside the sandbox after the agent finishes, with the rollout's
+recorded trajectory converted to OpenClaw's transcript shape.
+
+Dialects seen in the wild, read as their graders read them:
+- `grading_weights` with any keys: the reference grader reads `automated` and `llm_judge` (0.5 each when
+  absent, 0.5/0.5 when they sum to 0) and ignores the rest; clawsdk does the same and warns, naming the
+  task and the weight it used, where the reference says nothing (a misspelled `llm-judge`).
+- `hybrid_gate: {min_automated: T}` (or `hybrid_gate: T`): the judge part counts only when grade()'s
+  score reaches T; below it the judge is not asked and counts 0.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Iterator
@@ -37,8 +46,10 @@ from clawsdk.sandbox.paths import normalize_relative
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
 from clawsdk.verify.untouched import untouched_copy
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, spec_as
 from clawsdk_plugins.clawgym import validated_task, validation_message_of
+
+log = logging.getLogger(__name__)
 
 GRADE_FILE = "pinchbench/grade.py"
 DEFAULT_WEIGHTS = {"automated": 0.5, "llm_judge": 0.5}
@@ -137,16 +148,18 @@ def compile_error(code: str) -> str | None:
     return None
 
 
-def _asset_places(md: Path, assets: Path | None, source: str) -> list[tuple[Path, str]]:
-    """(folder, path below it) where a workspace_files source may be, in the order they are tried.
+def _asset_places(md: Path, assets: Path | None, source: str, task_id: str = "") -> list[tuple[Path, str]]:
+    """(folder, path below it) where a workspace_files source may be, in the order they are tried: the
+    task's own `assets/<task_id>/` first (the per-task dialect), then `assets/`.
 
     The source is resolved below each folder without following a symlink, so it can name
     nothing outside the benchmark's assets/ (or the task file's own folder).
     """
     bare = source.removeprefix("assets/")
-    places = [(assets, source), (assets, bare)] if assets else []
+    own = [f"{task_id}/{bare}"] if task_id else []
+    places = [(assets, rel) for rel in (*own, source, bare)] if assets else []
     for base in (md.parent, md.parent.parent):
-        places += [(base, f"assets/{source}"), (base, f"assets/{bare}")]
+        places += [(base, f"assets/{rel}") for rel in (*own, source, bare)]
     places += [(md.parent, source), (md.parent, bare)]
     seen, out = set(), []
     for base, rel in places:
@@ -156,14 +169,16 @@ def _asset_places(md: Path, assets: Path | None, source: str) -> list[tuple[Path
     return out
 
 
-def _read_asset(md: Path, assets: Path | None, source: str, field: str, task_id: str, budget: Budget) -> bytes:
+def _read_asset(md: Path, assets: Path | None, source: str, field: str, task_id: str, budget: Budget,
+                found: dict[str, str] | None = None) -> bytes:
+    """The bytes of a workspace_files source; `found` gets source -> the path it was read from."""
     try:
         source = normalize_relative(source)
     except ValueError:
         raise TaskFormatError(str(md), f"source {source!r} must be a relative path inside the benchmark's "
                               "assets/ folder", field=f"{field}.source", task_id=task_id) from None
     tried = []
-    for base, rel in _asset_places(md, assets, source):
+    for base, rel in _asset_places(md, assets, source, task_id):
         tried.append(str(base / rel))
         try:
             data = read_file(base, rel, limits=budget.limits)
@@ -173,12 +188,15 @@ def _read_asset(md: Path, assets: Path | None, source: str, field: str, task_id:
             raise TaskFormatError(str(md), f"source {source!r}: {e}", field=f"{field}.source",
                                   task_id=task_id) from None
         budget.take(str(base / rel), files=1, size=len(data))
+        if found is not None:
+            found[source] = rel
         return data
     raise TaskFormatError(str(md), f"source {source!r} not found (looked at {', '.join(tried[:4])}); "
                           "put it in the benchmark's assets/ folder", field=f"{field}.source", task_id=task_id)
 
 
-def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str, budget: Budget) -> list[File]:
+def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str, budget: Budget,
+                     found: dict[str, str] | None = None) -> list[File]:
     if raw in (None, []):
         return []
     if not isinstance(raw, list):
@@ -206,26 +224,53 @@ def _workspace_files(raw: Any, md: Path, assets: Path | None, task_id: str, budg
             if not isinstance(source, str) or not source:
                 raise TaskFormatError(str(md), "needs 'source' (a file under assets/) or 'content'",
                                       field=field, task_id=task_id)
-            files.append(File.from_bytes(dest, _read_asset(md, assets, source, field, task_id, budget)))
+            files.append(File.from_bytes(dest, _read_asset(md, assets, source, field, task_id, budget, found)))
         except ValidationError as e:
             raise TaskFormatError(str(md), validation_message_of(e), field=field, task_id=task_id) from None
     return files
 
 
-def _weights(raw: Any, md: Path, task_id: str) -> dict[str, float]:
+def _weights(raw: Any, md: Path, task_id: str, warnings: list[str]) -> dict[str, float]:
+    """`grading_weights` as PinchBench's reference grader reads it (`_combine_grades`): `automated` and
+    `llm_judge`, each 0.5 when absent, 0.5/0.5 when they sum to 0; any other key is ignored, here with a
+    warning naming the task and the weight used (the reference says nothing)."""
     if raw is None:
         return dict(DEFAULT_WEIGHTS)
-    if not isinstance(raw, dict) or not {"automated", "llm_judge"} >= set(raw):
-        raise TaskFormatError(str(md), "must be {automated: W, llm_judge: W}", field="grading_weights",
+    if not isinstance(raw, dict):
+        raise TaskFormatError(str(md), "must be a mapping {automated: W, llm_judge: W}", field="grading_weights",
                               task_id=task_id)
-    try:
-        w = {k: float(raw.get(k, 0.0)) for k in ("automated", "llm_judge")}
-    except (TypeError, ValueError):
-        raise TaskFormatError(str(md), "weights must be numbers", field="grading_weights", task_id=task_id) from None
-    if any(not 0 <= v < math.inf for v in w.values()) or sum(w.values()) <= 0:
-        raise TaskFormatError(str(md), "weights must be finite numbers >= 0 with a positive sum",
-                              field="grading_weights", task_id=task_id)
+    w = {}
+    for key in ("automated", "llm_judge"):
+        value = raw.get(key, DEFAULT_WEIGHTS[key])
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise TaskFormatError(str(md), f"must be a finite number >= 0, got {value!r}",
+                                  field=f"grading_weights.{key}", task_id=task_id)
+        w[key] = float(value)
+    unknown = [str(k) for k in raw if k not in w]
+    if unknown:
+        missing = [k for k in w if k not in raw]
+        warnings.append(f"grading_weights: {', '.join(map(repr, unknown))} "
+                        f"{'is not a key' if len(unknown) == 1 else 'are not keys'} PinchBench's grader reads "
+                        f"(automated, llm_judge), so it is ignored, as the reference ignores it"
+                        + (f"; {' and '.join(f'{k} weighs {w[k]:g}' for k in missing)} (the default)" if missing
+                           else ""))
+    if sum(w.values()) <= 0:
+        warnings.append("grading_weights sum to 0; PinchBench's grader then weighs automated and llm_judge 0.5 "
+                        "each, and so does clawsdk")
+        w = dict(DEFAULT_WEIGHTS)
     return w
+
+
+def _gate(raw: Any, md: Path, task_id: str) -> float | None:
+    """`hybrid_gate`: the automated score the judge part needs to count (None: no gate)."""
+    if raw is None:
+        return None
+    value = raw.get("min_automated") if isinstance(raw, dict) else raw
+    extra = set(raw) - {"min_automated"} if isinstance(raw, dict) else set()
+    if extra or isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise TaskFormatError(str(md), f"must be a number in [0, 1] or {{min_automated: N}}, got {raw!r}",
+                              field="hybrid_gate", task_id=task_id)
+    return float(value)
 
 
 def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
@@ -271,8 +316,16 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
     if grading in ("llm_judge", "hybrid") and not rubric:
         raise TaskFormatError(str(md), f"grading_type {grading} needs a '## LLM Judge Rubric' section",
                               field="## LLM Judge Rubric", task_id=task_id)
-    weights = _weights(meta.get("grading_weights"), md, task_id)
-    code_spec = {"type": "pinchbench", "grade_file": GRADE_FILE}
+    warnings: list[str] = []
+    weights = _weights(meta.get("grading_weights"), md, task_id, warnings)
+    gate = _gate(meta.get("hybrid_gate"), md, task_id)
+    if gate is not None and grading != "hybrid":
+        raise TaskFormatError(str(md), f"a gate needs grading_type hybrid, not {grading}", field="hybrid_gate",
+                              task_id=task_id)
+    for w in warnings:
+        log.warning("%s (task %s): %s", md, task_id, w)
+    code_spec: dict[str, Any] = {"type": "pinchbench", "grade_file": GRADE_FILE}
+    found: dict[str, str] = {}  # workspace_files source -> where it was read (assets/<task_id>/..., assets/...)
     judge_spec = {"type": "rubric", "rubric": rubric, "include_transcript": True,
                   "context": parts.get("expected behavior", "")}
     if grading == "automated":
@@ -280,9 +333,12 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
     elif grading == "llm_judge":
         verifier = judge_spec
     else:
+        automated: dict[str, Any] = {"name": "automated", "weight": weights["automated"], "verifier": code_spec}
+        if gate is not None:  # grade() below the gate "does not pass", which keeps the judge from counting
+            code_spec["pass_threshold"] = gate
+            automated["gate"] = True
         verifier = {"type": "hybrid", "parts": [
-            {"name": "automated", "weight": weights["automated"], "verifier": code_spec},
-            {"name": "llm_judge", "weight": weights["llm_judge"], "verifier": judge_spec}]}
+            automated, {"name": "llm_judge", "weight": weights["llm_judge"], "verifier": judge_spec}]}
     timeout = meta.get("timeout_seconds")
     limits: dict[str, Any] = {}
     if timeout is not None:
@@ -299,12 +355,15 @@ def load_markdown_task(md: Path, assets: Path | None = None) -> Task:
         "id": task_id,
         "instruction": prompt,
         "category": str(meta["category"]) if meta.get("category") else None,
-        "workspace": _workspace_files(meta.get("workspace_files"), md, assets, task_id, budget),
+        "workspace": _workspace_files(meta.get("workspace_files"), md, assets, task_id, budget, found),
         "hidden": [File(path=GRADE_FILE, text=code)] if code else [],
         "verifier": VerifierSpec.model_validate(verifier),
         "limits": Limits.model_validate(limits),
         "metadata": {"pinchbench": {"name": meta.get("name"), "grading_type": grading,
                                     "grading_weights": weights,
+                                    **({"hybrid_gate": {"min_automated": gate}} if gate is not None else {}),
+                                    **({"warnings": warnings} if warnings else {}),
+                                    **({"assets": found} if found else {}),
                                     "expected_behavior": parts.get("expected behavior", ""),
                                     "grading_criteria": parts.get("grading criteria", "")}},
         "provenance": {"source": "pinchbench", "path": str(md)},
@@ -469,11 +528,7 @@ class PinchBenchVerifier(Verifier):
     name = "pinchbench"
 
     def __init__(self, spec: VerifierSpec):
-        try:
-            self.spec = PinchBenchSpec.model_validate(spec.model_dump())
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ValueError(f"verifier.{'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        self.spec = spec_as(PinchBenchSpec, spec)
 
     def check_task(self, task: Task) -> None:
         """ValueError when the task does not hold a grade() code that compiles: every rollout of it would be a

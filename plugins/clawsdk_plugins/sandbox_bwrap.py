@@ -22,7 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import anyio
 
@@ -30,6 +30,7 @@ from clawsdk.errors import SandboxError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.sandbox import toolruntime
 from clawsdk.sandbox.base import Capabilities, ProcessLimits, SandboxConfig
+from clawsdk.sandbox.egress import FORWARDER, SOCKET_INSIDE
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
 from clawsdk.sandbox.process import rlimit_args
 from clawsdk.sandbox.limits import IsolationOptions
@@ -210,6 +211,8 @@ class BwrapSandbox(IsolatedHostDirSandbox):
         assert self.workspace is not None
         # exec resolved cwd inside the workspace; the host path is only ever taken apart lexically here
         chdir = self.inside(os.path.relpath(cwd, self.workspace))
+        if self.egress is not None:  # each command's namespace gets its own relay to the egress proxy
+            argv = ["python3", "-I", "-c", FORWARDER, SOCKET_INSIDE, "--", *argv]
         args = self._bwrap_args(chdir) + ["--", "prlimit", *self.opts.prlimit_args(self._timeout), "--", *argv]
         if self.host_uid is not None:
             args = _setpriv(self.host_uid) + args
@@ -253,6 +256,10 @@ class BwrapSandbox(IsolatedHostDirSandbox):
         args += [*extra, "--bind", str(self.home), o.home, "--bind", str(self.workspace), o.workspace_path]
         if self.hidden_dir is not None:
             args += ["--ro-bind", str(self.hidden_dir), o.hidden_path]
+        if self.logs_dir is not None and self.logs_path:
+            args += ["--bind", str(self.logs_dir), self.logs_path]
+        if self.egress is not None:
+            args += ["--bind", str(self.egress.path.parent), str(PurePosixPath(SOCKET_INSIDE).parent)]
         return args + ["--chdir", chdir]
 
 

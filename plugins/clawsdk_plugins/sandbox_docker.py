@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import anyio
@@ -36,6 +36,7 @@ from clawsdk.hookspecs import hookimpl
 from clawsdk.sandbox import safefs
 from clawsdk.sandbox import toolruntime
 from clawsdk.sandbox.base import Capabilities, ExecResult, ProcessLimits, SandboxConfig, SandboxProcess
+from clawsdk.sandbox.egress import FORWARDER, SOCKET_INSIDE
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
 from clawsdk.sandbox.process import StderrTail, rlimit_args, serving
@@ -148,9 +149,33 @@ class DockerSandbox(IsolatedHostDirSandbox):
         #: runs: the container mounts it once, and an agent that moves it can put a folder of its own there
         self.mount_mark: tuple[int, int] | None = None
 
+    def cannot_run(self, task: Task) -> str | None:
+        """As any isolating sandbox, and a task with a Dockerfile gets its image built (once per content:
+        clawsdk_plugins.docker_image), or the reason it cannot be."""
+        env = task.environment
+        if env is not None and env.dockerfile:
+            from clawsdk_plugins.docker_image import task_image
+
+            try:
+                self.client = self.client or client()
+                task_image(self.client, task, self.opts.image)
+            except SandboxError as e:
+                return str(e)
+            task = task.model_copy(update={"environment": env.model_copy(update={"dockerfile": None})})
+        if self.opts.network and task.network is not None:
+            return ("the docker sandbox was given network=true, an open network; the task sets a network "
+                    "policy, which that would not keep: leave the network option out")
+        return super().cannot_run(task)
+
     async def start(self, task: Task) -> None:
         from clawsdk_plugins import docker_pool
 
+        self.task_paths(task)
+        if task.environment is not None and task.environment.dockerfile:
+            from clawsdk_plugins.docker_image import task_image
+
+            await self.preflight()
+            self.opts.image = await blocking(task_image, self.client, task, self.opts.image)
         await self.preflight()
         if not (docker_pool.enabled(self) and await blocking(docker_pool.adopt, self, task)):
             await super().start(task)
@@ -185,6 +210,10 @@ class DockerSandbox(IsolatedHostDirSandbox):
             str(self.root / "hidden"): {"bind": o.hidden_path, "mode": "ro"},
             str(self.io_dir): {"bind": IO_PATH, "mode": "ro"},
         }
+        if self.logs_dir is not None and self.logs_path:
+            volumes[str(self.logs_dir)] = {"bind": self.logs_path, "mode": "rw"}
+        if self.egress is not None:
+            volumes[str(self.egress.path.parent)] = {"bind": str(PurePosixPath(SOCKET_INSIDE).parent), "mode": "rw"}
         # the tool runtime, read-only, for the tools that run inside (Sandbox.spawn): the same for every
         # container of this process, so pooled containers serve any task
         for host_path, inside in toolruntime.current().mounts():
@@ -224,6 +253,16 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         await blocking(self._make_home_chain)
         await blocking(run)  # not abandoned on cancel: start() waits for it, then close() removes it
+        if self.egress is not None:
+            await blocking(self._start_forwarder)
+
+    def _start_forwarder(self) -> None:
+        """The relay to the egress proxy, in the container's own network namespace, as the keeper's uid: the
+        agent's `kill -9 -1` does not stop it (and if it did, the network would only be shut)."""
+        api = self.client.api
+        eid = api.exec_create(self.container.id, ["python3", "-I", "-c", FORWARDER, SOCKET_INSIDE, "--"],
+                              user=self.keeper)["Id"]
+        api.exec_start(eid, detach=True)
 
     def _make_home_chain(self) -> None:
         """The folders down to a workspace mounted inside HOME (~/.openclaw), the agent's as under bwrap: else

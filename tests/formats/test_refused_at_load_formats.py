@@ -103,5 +103,6 @@ def test_a_pinchbench_grade_that_does_not_compile_or_an_inf_weight_is_refused_at
     field, message = errors["task_syntax"]  # the parser's words vary with Python's version
     assert field == "## Automated Checks" and message.startswith("the python block does not compile: "), message
     assert message.endswith("(line 2 of the code)"), message
-    for tid in ("task_inf", "task_nan"):
-        assert errors[tid] == ("grading_weights", "weights must be finite numbers >= 0 with a positive sum")
+    # the field names the weight at fault
+    assert errors["task_inf"] == ("grading_weights.automated", "must be a finite number >= 0, got inf")
+    assert errors["task_nan"] == ("grading_weights.llm_judge", "must be a finite number >= 0, got nan")

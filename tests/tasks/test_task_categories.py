@@ -29,3 +29,29 @@ def test_a_given_category_is_kept_and_an_inferred_one_is_marked():
     assert empty["provenance"] == {"source": "clawgym",
                                    "category_inferred": {"rule": "keywords-v1", "hits": ["bug", "python", "script",
                                                                                          ".py"]}}
+
+
+def test_an_inferred_category_is_shown_as_such_and_leaves_the_hash_as_it_was():
+    from clawsdk.tasks.model import Task, category_label
+
+    base = {"id": "t", "instruction": "Fix the bug in the python script", "workspace": [{"path": "a.py", "text": ""}]}
+    bare = Task.model_validate(base)
+    data = {**base, "provenance": {}}
+    fill_missing_category(data)
+    inferred = Task.model_validate(data)
+    assert inferred.category == "software development"
+    assert category_label(inferred) == "software development (inferred)"
+    assert inferred.hash == bare.hash  # the guess is not part of what the task is
+    given = Task.model_validate({**base, "category": "software development"})
+    assert category_label(given) == "software development" and given.hash != bare.hash
+
+
+def test_one_pass_matches_every_keyword_the_rule_names():
+    from clawsdk.tasks.categories import _said
+
+    # each keyword, in any case, is found as a whole word; a longer word that starts with it is not
+    for words, _ in CATEGORIES.values():
+        for w in words:
+            assert w in _said(f"Then {w.upper()}, please."), w
+            assert w not in _said(f"Then {w}zz and x-{w}."), w
+    assert infer_category("unit test and the tests")[1]["software development"] == ["test", "tests", "unit test"]
