@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
@@ -488,7 +489,43 @@ class HarborVerifier(Verifier):
                              "(Harbor's /logs)")
 
     async def verify(self, ctx: VerifyContext) -> Verdict:
-        sandbox, task, spec = ctx.sandbox, ctx.task, self.spec
+        task, spec = ctx.task, self.spec
+        result, found = await self._run_tests(ctx.sandbox, ctx.hidden_path, task, spec.timeout_s, ctx)
+        unreadable = None
+        if found is not None:
+            try:
+                rewards_of(*found)
+            except VerifierError as e:
+                unreadable = e
+        if result.timed_out or found is None or unreadable is not None:
+            # Harbor reads a missing reward as 0; here it is unscored unless the tests, run on the task as it
+            # stood before the agent, finish and write one: then what the agent left kept them from it (a
+            # json.py that ends the check, files that make the tests hang), and that is its failure, a 0
+            judged = await self._on_untouched(ctx)
+            if judged is not None:
+                what = ("did not finish" if result.timed_out else "wrote no reward" if found is None
+                        else f"wrote a reward that cannot be read ({unreadable})")
+                why = (f"scored 0: tests/{spec.script} {what} on the agent's files; on the task's untouched files it "
+                       f"{judged}")
+                await ctx.recorder.record("verifier", {"check": spec.script, "score": 0.0, "detail": why})
+                return Verdict(verifier=self.name, score=0.0, passed=False, detail=why[:4000])
+        if result.timed_out:
+            raise VerifierTimeout(f"task {task.id}: tests/{spec.script} did not finish within {spec.timeout_s:g} s")
+        if unreadable is not None:
+            raise unreadable
+        if found is None:
+            err = (result.stderr.strip().splitlines() or [""])[-1][:300]
+            logs = task.environment.logs_dir if task.environment else LOGS_DIR
+            raise VerifierError(f"task {task.id}: tests/{spec.script} wrote no reward ({logs}/verifier/reward.json "
+                                f"or reward.txt; it exited {result.exit_code}" + (f": {err}" if err else "") + ")")
+        score, subs, note = rewards_of(*found)
+        await ctx.recorder.record("verifier", {"check": found[0], "score": score, "detail": note})
+        return Verdict(verifier=self.name, score=score, passed=score >= spec.pass_threshold - 1e-9, subscores=subs,
+                       detail=f"{note}; test.sh exited {result.exit_code}"[:4000])
+
+    async def _run_tests(self, sandbox: Any, hidden_path: str | None, task: Task, timeout: float,
+                         ctx: VerifyContext | None = None) -> tuple[Any, tuple[str, str] | None]:
+        """Empty the logs folder, run test.sh, read its reward: (the run, (file name, text) or None)."""
         logs = task.environment.logs_dir if task.environment else LOGS_DIR
         verifier_dir = f"{logs}/verifier"
         # the agent may have written a reward where test.sh writes its own: the folder is emptied first (its
@@ -498,29 +535,48 @@ class HarborVerifier(Verifier):
         if reset.exit_code != 0:
             raise VerifierError(f"task {task.id}: could not empty {logs} before the tests ran "
                                 f"({reset.stderr.strip()[-300:]})")
-        script = f"{ctx.hidden_path.rstrip('/')}/{spec.script}" if ctx.hidden_path else spec.script
-        result = await sandbox.exec(["bash", script], timeout=spec.timeout_s)
-        await ctx.recorder.record("sandbox_exec", {"command": f"bash {script}", "exit_code": result.exit_code,
-                                                   "stdout": result.stdout[-4000:], "stderr": result.stderr[-4000:],
-                                                   "timed_out": result.timed_out},
-                                  duration_ms=result.duration_s * 1000)
+        script = f"{hidden_path.rstrip('/')}/{self.spec.script}" if hidden_path else self.spec.script
+        result = await sandbox.exec(["bash", script], timeout=timeout)
+        if ctx is not None:
+            await ctx.recorder.record("sandbox_exec", {
+                "command": f"bash {script}", "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
+                "stderr": result.stderr[-4000:], "timed_out": result.timed_out}, duration_ms=result.duration_s * 1000)
         if result.timed_out:
-            raise VerifierTimeout(f"task {task.id}: tests/{spec.script} did not finish within {spec.timeout_s:g} s")
-        found = None
+            return result, None
         for name in ("reward.json", "reward.txt"):  # Harbor reads reward.json first
             r = await sandbox.exec(["sh", "-c", 'test -f "$1" && head -c 65536 -- "$1"', "sh",
                                     f"{verifier_dir}/{name}"], timeout=30)
             if r.exit_code == 0:
-                found = (name, r.stdout)
-                break
-        if found is None:
-            err = (result.stderr.strip().splitlines() or [""])[-1][:300]
-            raise VerifierError(f"task {task.id}: tests/{spec.script} wrote no reward ({verifier_dir}/reward.json "
-                                f"or reward.txt; it exited {result.exit_code}" + (f": {err}" if err else "") + ")")
-        score, subs, note = rewards_of(*found)
-        await ctx.recorder.record("verifier", {"check": found[0], "score": score, "detail": note})
-        return Verdict(verifier=self.name, score=score, passed=score >= spec.pass_threshold - 1e-9, subscores=subs,
-                       detail=f"{note}; test.sh exited {result.exit_code}"[:4000])
+                return result, (name, r.stdout)
+        return result, None
+
+    async def _on_untouched(self, ctx: VerifyContext) -> str | None:
+        """How the tests ended on the task as it stood before the agent, in a fresh sandbox of the same kind,
+        within the verification's time left ("finished and wrote a reward"), or None when they did not, or could
+        not be run (no time left, no second sandbox)."""
+        left = (ctx.deadline - anyio.current_time()) if ctx.deadline is not None else self.spec.timeout_s
+        if left < 5:
+            return None
+        try:
+            fresh = type(ctx.sandbox)(getattr(ctx.sandbox, "config", None))
+        except Exception:  # noqa: BLE001 - a backend that cannot be made again here: no judgment
+            return None
+        try:
+            with anyio.move_on_after(left - 2):
+                await fresh.start(ctx.task)
+                await fresh.end_turn()
+                await fresh.start_scoring()
+                hidden = await fresh.inject_hidden(ctx.task.hidden)
+                result, found = await self._run_tests(fresh, hidden, ctx.task, min(self.spec.timeout_s, left - 4))
+                if not result.timed_out and found is not None:
+                    score = rewards_of(*found)[0]  # VerifierError: no judgment
+                    return f"did, in a fresh sandbox (reward {score:g})"
+        except Exception as e:  # noqa: BLE001 - no judgment: the ending stays unscored
+            log.info("task %s: the tests could not run on its untouched files: %s", ctx.task.id, e)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await fresh.close()
+        return None
 
 
 @hookimpl

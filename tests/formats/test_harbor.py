@@ -34,7 +34,8 @@ def test_a_harbor_folder_maps_to_a_task_and_a_compose_task_is_refused_in_one_lin
     assert error.path.endswith("compose/environment/docker-compose.yaml")
     assert "docker-compose task (several containers) is not supported" in error.message
     tasks = {t.id: t for t in loaded.tasks}
-    assert sorted(tasks) == ["hello-image", "missing-reward", "prewrites-reward", "primes", "subscores"]
+    assert sorted(tasks) == ["breaks-the-tests", "hello-image", "missing-reward", "prewrites-reward", "primes",
+                             "subscores"]
     hello = tasks["hello-image"]
     assert hello.instruction.startswith("For each name in /app/names.txt")
     assert (hello.category, hello.difficulty, hello.tags) == ("content & domain", "easy", ["files", "image"])
@@ -127,6 +128,8 @@ ENDINGS = {  # task -> (ending, reward)
     "prewrites-reward": ("ok", 0.0),  # the reward the "solution" wrote was gone before the tests ran
     "subscores": ("ok", 0.5),
     "missing-reward": ("verifier_error", None),  # unscored, never a 0
+    # an empty reward on the agent's files (its json.py ended the check), one on the untouched task: a 0
+    "breaks-the-tests": ("ok", 0.0),
 }
 
 
@@ -151,6 +154,10 @@ def test_harbor_tasks_run_with_the_right_endings(backend, tmp_path):
     assert subs == {"name": 1.0, "port": 0.0}
     assert not rows["missing-reward"]["scored"]
     assert "wrote no reward" in rows["missing-reward"]["error"]
+    with Store(db) as store:
+        detail = store.verdict(rows["breaks-the-tests"]["id"])["detail"]
+    assert "wrote a reward that cannot be read (reward.txt is empty) on the agent's files; on the task's " \
+           "untouched files it did, in a fresh sandbox (reward 0)" in detail
 
 
 def test_the_harbor_source_passes_the_task_source_kit():
