@@ -21,7 +21,11 @@ STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_
 #: Messages fields with a chat counterpart, and its name
 SAME_PARAMS = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p", "top_k": "top_k",
                "stop_sequences": "stop", "stream": "stream"}
-ROLES = ("user", "assistant")
+#: `system` turns are what newer clients (Claude Code 2.1) send mid-conversation
+ROLES = ("user", "assistant", "system")
+#: a system text block Claude Code sends as a transport header (its version and a per-run hash): Anthropic's API
+#: removes it before the model sees the prompt, so the proxy does (else every rollout's prompt differs in it)
+BILLING_HEADER = "x-anthropic-billing-header:"
 
 
 def _image(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -127,13 +131,16 @@ class AnthropicMessages(Protocol):
         messages: list[dict[str, Any]] = []
         system = body.get("system")
         if system:
-            messages.append({"role": "system", "content": system if isinstance(system, str) else
-                             "\n\n".join(b.get("text", "") for b in system if b.get("type") == "text")})
+            messages.append({"role": "system", "content": system if isinstance(system, str) else "\n\n".join(
+                b.get("text", "") for b in system if b.get("type") == "text"
+                and not b.get("text", "").startswith(BILLING_HEADER))})
         for m in body["messages"]:
             content = m.get("content")
             blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
             if m["role"] == "assistant":
                 messages.append(_assistant_turn(blocks))
+            elif m["role"] == "system":
+                messages.append({"role": "system", "content": text_of(blocks)})
             else:
                 messages.extend(_user_turn(blocks))
         chat: dict[str, Any] = {"model": body["model"], "messages": messages}

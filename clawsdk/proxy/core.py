@@ -31,7 +31,7 @@ from clawsdk.models.completion import MalformedAnswer
 from clawsdk.proxy.anthropic import AnthropicMessages
 from clawsdk.proxy.openai_chat import Assembly, OpenAIChat, bad_upstream, response_record
 from clawsdk.proxy.openai_responses import OpenAIResponses
-from clawsdk.proxy.upstream import HttpUpstream, UpstreamError
+from clawsdk.proxy.upstream import HttpUpstream, UpstreamError, chunks_of
 
 if TYPE_CHECKING:
     from clawsdk.proxy.wire import Protocol
@@ -62,10 +62,13 @@ def _protocol(path: str) -> Protocol | None:
     return next((p for p in PROTOCOLS if path.endswith(p.path)), None)
 
 
-def upstream_body(chat: dict[str, Any], model: str | None, token_ids: bool) -> dict[str, Any]:
-    """The chat body as it goes upstream: record-only fields out, the served model's name in, and, where asked,
-    vLLM's token ids and logprobs."""
+def upstream_body(chat: dict[str, Any], model: str | None, token_ids: bool, stream: bool) -> dict[str, Any]:
+    """The chat body as it goes upstream: record-only fields out, the served model's name in, streamed or not as
+    the upstream is asked, and, where asked, vLLM's token ids and logprobs."""
     body = dict(chat)
+    if not stream and body.get("stream"):
+        body.pop("stream")
+        body.pop("stream_options", None)
     if any(k in m for m in body.get("messages") or [] if isinstance(m, dict) for k in RECORD_ONLY):
         body["messages"] = [{k: v for k, v in m.items() if k not in RECORD_ONLY} if isinstance(m, dict) else m
                             for m in body["messages"]]
@@ -83,16 +86,20 @@ class ModelProxy:
     `upstream`: an OpenAI-compatible base URL, or an upstream object (upstream.py). `model`: the name the
     upstream serves, sent in place of whatever the client asks for (a CLI that insists on its own model names).
     `token_ids`: ask the upstream for token ids and logprobs (vLLM's `return_token_ids`, `logprobs`).
+    `upstream_stream=False`: ask the upstream for whole answers, and stream them to clients that asked for a
+    stream (an upstream whose streamed tool calls are broken; a stream-only client in front of it).
     A token registered with no recorder is served without recording (`clawsdk models serve`)."""
 
     def __init__(self, upstream: Any, upstream_key: str | None = None, *, timeout_s: float = 600.0,
-                 hung_after_s: float = HUNG_AFTER_S, model: str | None = None, token_ids: bool = False):
+                 hung_after_s: float = HUNG_AFTER_S, model: str | None = None, token_ids: bool = False,
+                 upstream_stream: bool | None = None):
         self.upstream = HttpUpstream(upstream, upstream_key, timeout_s=timeout_s) if isinstance(upstream, str) \
             else upstream
         self.shown = self.upstream.shown  # what messages and records name
         self.hung_after_s = hung_after_s
         self.model = model
         self.token_ids = token_ids
+        self.upstream_stream = upstream_stream
         self.routes: dict[str, Recorder | None] = {}
         self.n_requests = 0
         self.n_upstream_errors = 0  # answers the upstream failed to give (5xx, unreachable)
@@ -193,6 +200,7 @@ class ModelProxy:
         started = time.perf_counter()
         call = _Call()
         stream = bool(chat.get("stream"))
+        up_stream = stream and self.upstream_stream is not False
 
         async def respond(payload: dict[str, Any], failed: bool | None) -> None:
             """Records the answer; `failed`: whether the upstream failed it (None: not known)."""
@@ -217,7 +225,7 @@ class ModelProxy:
             await respond(payload, failed)
 
         gone = False
-        data = json.dumps(upstream_body(chat, self.model, self.token_ids)).encode()
+        data = json.dumps(upstream_body(chat, self.model, self.token_ids, up_stream)).encode()
         try:
             async with anyio.create_task_group() as tg:
                 async def watch() -> None:
@@ -229,7 +237,7 @@ class ModelProxy:
                         tg.cancel_scope.cancel()
 
                 tg.start_soon(watch)
-                await self._forward(protocol, params, data, stream, send, respond, call)
+                await self._forward(protocol, params, data, (stream, up_stream), send, respond, call)
                 tg.cancel_scope.cancel()
         except anyio.get_cancelled_exc_class():
             if not call.recorded:  # the proxy is stopping (past SHUTDOWN_GRACE_S) with the call open
@@ -238,18 +246,19 @@ class ModelProxy:
             raise
         if gone:
             await cut_short("the client closed the connection before the answer was complete",
-                            self._hang_up_failed(stream, call, time.perf_counter() - started))
+                            self._hang_up_failed(up_stream, call, time.perf_counter() - started))
 
-    async def _forward(self, protocol: Protocol, params: dict[str, Any], data: bytes, stream: bool, send: Callable,
-                       respond: Callable[..., Awaitable[None]], call: _Call) -> None:
+    async def _forward(self, protocol: Protocol, params: dict[str, Any], data: bytes, streams: tuple[bool, bool],
+                       send: Callable, respond: Callable[..., Awaitable[None]], call: _Call) -> None:
         # ASCII JSON (`data`): a "\udcff" the agent's harness sent loads as a lone surrogate, which no UTF-8
         # encoder takes; httpx's own encoding raised, and the agent got a 500 for its own request
         passthrough = getattr(protocol, "passthrough", False)
         buffer = ""  # a streamed answer's unfinished line
+        stream, up_stream = streams  # what the client asked for; what the upstream is asked for
         translator = None if passthrough or not stream else protocol.stream(params)
         try:
-            async with self.upstream.open(data, stream) as r:
-                if not stream:
+            async with self.upstream.open(data, up_stream) as r:
+                if not up_stream:
                     raw = await r.read()
                     status = r.status_code
                     try:
@@ -267,6 +276,11 @@ class ModelProxy:
                         payload = {"error": answer, "status": status}
                     call.answering = False
                     await respond(payload, status >= 500)
+                    if stream and status < 400:  # a whole answer, streamed to a client that asked for a stream
+                        return await _sse(send, [translator.feed(c) for c in chunks_of(answer)]
+                                          + [translator.finish(payload)] if translator is not None else
+                                          [f"data: {json.dumps(c)}\n\n".encode() for c in chunks_of(answer)]
+                                          + [b"data: [DONE]\n\n"])
                     if passthrough:
                         return await _json(send, status, answer)
                     return await _json(send, status, protocol.answer(answer, params) if status < 400 else
@@ -362,6 +376,27 @@ async def _chunk(send: Callable, data: bytes) -> None:
         await send({"type": "http.response.body", "body": data, "more_body": True})
 
 
+def _bind_unix(sock: Any, path: str) -> None:
+    """Bind a unix socket at `path`, however long: a path past the kernel's 108 bytes (a docker sandbox's home
+    lies deep) is reached through the open folder's /proc/self/fd entry."""
+    import os
+
+    if len(os.fsencode(path)) < 100:
+        sock.bind(path)
+        return
+    folder = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        sock.bind(f"/proc/self/fd/{folder}/{os.path.basename(path)}")
+    finally:
+        os.close(folder)
+
+
+async def _sse(send: Callable, events: list[bytes]) -> None:
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+    await send({"type": "http.response.body", "body": b"".join(events)})
+
+
 async def _json(send: Callable, status: int, body: Any) -> None:
     data = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,
@@ -384,7 +419,7 @@ async def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, uds: str 
 
     if uds is not None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(uds)
+        _bind_unix(sock, uds)
         sock.listen(128)
         sock.setblocking(False)
         url = f"unix:{uds}"

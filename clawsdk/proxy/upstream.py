@@ -175,19 +175,19 @@ def chunks_of(completion: dict[str, Any]) -> list[dict[str, Any]]:
     """A whole chat completion as the chunks a streaming server sends: the text, each tool call, then the finish
     reason with the token ids, then the usage."""
     choice = completion["choices"][0]
-    message = choice["message"]
-    base = {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
-            "model": completion["model"]}
+    message = choice.get("message") or {}
+    base = {"id": completion.get("id"), "object": "chat.completion.chunk",
+            "created": completion.get("created") or int(time.time()), "model": completion.get("model")}
     deltas: list[dict[str, Any]] = [{"role": "assistant", "content": message.get("content") or ""}]
     for i, tc in enumerate(message.get("tool_calls") or []):
         deltas.append({"tool_calls": [{"index": i, "id": tc.get("id"), "type": "function", "function": tc["function"]}]})
     chunks = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
-    last: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}
+    last: dict[str, Any] = {"index": 0, "delta": {}, "finish_reason": choice.get("finish_reason") or "stop"}
     for key in ("token_ids", "logprobs"):
         if key in choice:
             last[key] = choice[key]
     chunks.append({**base, "choices": [last]})
-    tail = {**base, "choices": [], "usage": completion["usage"]}
+    tail = {**base, "choices": [], "usage": completion.get("usage")}
     if "prompt_token_ids" in completion:
         tail["prompt_token_ids"] = completion["prompt_token_ids"]
     chunks.append(tail)
@@ -213,23 +213,23 @@ class _Made(Answer):
         yield "data: [DONE]\n\n"
 
 
-def check_base_url(url: str, key: str | None = None, *, timeout_s: float = 10.0) -> None:
+async def check_base_url(url: str, key: str | None = None, *, timeout_s: float = 10.0) -> None:
     """Raise ValueError (one line: the URL, what answered, what to do) unless `url` is an OpenAI-compatible base URL
     that answers: GET /models, and where that is not served, POST /chat/completions reaches an endpoint."""
-    import httpx
+    import httpx2
 
     shown = public_url(url)
     up = HttpUpstream(url, key)
     try:
-        with httpx.Client(timeout=timeout_s) as client:
-            r = client.get(f"{up.url}/models", headers=up.headers())
+        async with httpx2.AsyncClient(timeout=timeout_s) as client:
+            r = await client.get(f"{up.url}/models", headers=up.headers())
             if r.status_code in (401, 403):
                 raise ValueError(f"--base-url {shown} refused the API key (HTTP {r.status_code}): set the variable "
                                  "the agent reads it from (OPENAI_API_KEY, or --agent-opt api_key_env=VAR)")
             if r.status_code < 400:
                 return
-            probe = client.post(f"{up.url}/chat/completions", content=b"{}", headers=up.headers())
-    except httpx.HTTPError as e:
+            probe = await client.post(f"{up.url}/chat/completions", content=b"{}", headers=up.headers())
+    except httpx2.HTTPError as e:
         raise ValueError(f"--base-url {shown} cannot be reached ({type(e).__name__}: {up.redact(str(e))}): is the "
                          "model server running, and is this its address?") from None
     if probe.status_code in (404, 405):

@@ -21,10 +21,10 @@ from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
-from clawsdk_plugins.openclaw.events import ToolEventRecorder
+from clawsdk_plugins.cli_agent.events import ToolEventRecorder
 from tests.asgi import request_body
 from tests.conftest import make_task
-from tests.openclaw.scripted_model import PlannedModel, tool_call
+from tests.cli_agent.scripted_model import PlannedModel, tool_call
 
 CLIENT = Path(__file__).with_name("scripted_client.py")
 TOOLS = [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object", "properties": {
