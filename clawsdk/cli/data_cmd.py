@@ -243,9 +243,11 @@ def select_command(db, as_json, show, **rules):
     "--format",
     "formats",
     multiple=True,
-    type=click.Choice(["jsonl", "hf", "parquet"]),
+    type=click.Choice(["jsonl", "hf", "parquet", "rl"]),
     default=("jsonl", "hf", "parquet"),
     show_default=True,
+    help="File formats; `rl`: token ids, logprobs and loss masks per turn of each rollout's model calls (with the "
+    "others it names the files; alone, JSONL).",
 )
 @click.option(
     "--style",
@@ -295,13 +297,25 @@ def export_command(
     """Write a versioned dataset and record it, with the rollouts it holds, in the store.
 
     Nothing is written when nothing qualifies: the command says which rule left no rows and exits 2."""
-    from clawsdk.data.export import export_preferences, export_rl, export_sft
+    from clawsdk.data.export import ROW_FORMATS, export_preferences, export_rl, export_sft
     from clawsdk.data.select import HeldOut, load_candidates, select
 
     selection, held_out = _selection(**rules)
     rule = HeldOut(selection.exclude_tasks, held_out)
     with Store(db) as store:
-        if kind == "sft":
+        row_format = next((f for f in formats if f in ROW_FORMATS), None)
+        if row_format is not None:  # a dataset of its own: the selected rollouts in that format
+            import importlib
+
+            module, _, function = ROW_FORMATS[row_format].partition(":")
+            result = select(store, selection, held_out=held_out)
+            rule.counts.update(result.held_out)
+            _warn_unreadable(result.candidates)
+            exp = getattr(importlib.import_module(module), function)(
+                store, result, out, name=name, formats=formats,
+                tokenizer=_load_tokenizer(tokenizer) if tokenizer else None)
+            kind = exp.kind
+        elif kind == "sft":
             result = select(store, selection, held_out=held_out)
             rule.counts.update(result.held_out)
             _warn_unreadable(result.candidates)
