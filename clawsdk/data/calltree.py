@@ -21,7 +21,7 @@ from typing import Any
 
 from clawsdk.models import toolcalls
 
-__all__ = ["Call", "call_tree", "branches"]
+__all__ = ["Call", "branches", "call_tree"]
 
 
 @dataclass

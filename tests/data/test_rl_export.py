@@ -50,7 +50,7 @@ class ThreeCalls(Agent):
             await ask(second)  # the retry
 
 
-def _rollout(db, stream=False):
+def _rollout(db):
     model = PlannedModel([WRITE], final="All done.", token_ids=True)
     task = Task(id="t", instruction=USER["content"],
                 verifier={"checks": [{"type": "text_contains", "path": "done.txt", "text": "done"}]})
@@ -76,7 +76,7 @@ def test_a_call_that_extends_another_is_one_branch_and_a_retry_is_marked(db):
 
 
 def test_the_rl_export_holds_the_upstreams_token_ids_logprobs_and_masks(db, tmp_path):
-    rollout, events, model = _rollout(db)
+    _, events, model = _rollout(db)
     r = CliRunner().invoke(cli, ["data", "export", "--db", str(db), "--run", "rl", "--name", "tok", "--format", "rl",
                                  "--out", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
