@@ -1,9 +1,11 @@
-"""CLI commands for external agents and skill authors: `clawsdk serve`, `clawsdk proxy`, `clawsdk skills`."""
+"""CLI commands for external agents and skill authors: `clawsdk serve`, `clawsdk proxy`, `clawsdk models serve`,
+`clawsdk skills`."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -193,6 +195,55 @@ def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, 
                                 port=port, token=token, task=the_task, run_id=run_id, db=_db(db), on_ready=ready))
 
 
+@click.group("models")
+def models_group():
+    """Model backends as servers for harnesses and your own agents."""
+
+
+@models_group.command("serve")
+@click.argument("model")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int, help="0 picks a free port.")
+@click.option("--token-env", default=None, metavar="VAR", help="Take the bearer token from this variable.")
+@click.option("--name", default=None, help="The model id clients see and ask for [default: the backend's].")
+@click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
+              help="Option for the model backend (e.g. device=cpu, base_url=...).")
+def models_serve_command(model, host, port, token_env, name, backend_opts):
+    """Serve MODEL (BACKEND[:NAME]: embedded, transformers:PATH, openai:NAME, ...) as an OpenAI-compatible server:
+    /v1/chat/completions, /v1/responses and /v1/messages (Anthropic), streaming or not, with token ids and logprobs
+    where the backend gives them. Bound to loopback; every request needs the bearer token (or x-api-key)."""
+    import anyio
+
+    from clawsdk.cli.common import parse_options
+    from clawsdk.proxy import ModelProxy, ModelUpstream, serving
+    from clawsdk_plugins.agent_toolloop import resolve_model
+
+    token = _token_from_env(token_env) or secrets.token_urlsafe(32)
+    _exposure_warning(host, "the model")
+    try:
+        llm = resolve_model(model, **parse_options(backend_opts, "--backend-opt"))
+    except (ValueError, KeyError) as e:
+        raise click.ClickException(f"model {model!r}: {e}") from None
+    upstream = ModelUpstream(llm, name or llm.name)
+    app = ModelProxy(upstream)
+    app.register(None, token)  # served, not recorded
+
+    async def main() -> None:
+        with anyio.open_signal_receiver(2, 15) as signals:
+            async with serving(app, host, port) as url:
+                click.echo(json.dumps({"base_url": url + "/v1", "model": upstream.name,
+                                       "token": None if token_env else token}))
+                sys.stdout.flush()
+                _err(f"clawsdk models serve: {upstream.name} at {url}/v1 (chat completions, responses, messages)")
+                if not token_env:
+                    _err(f"api key for clients (shown once): {token}")
+                async for _ in signals:
+                    break
+        await llm.aclose()
+
+    anyio.run(main)
+
+
 @click.group("skills")
 def skills_group():
     """List skills and check them with the conformance kit."""
@@ -303,4 +354,5 @@ def skills_serve(name, workspace, use_http, host, port, token_env):
 def register_commands(register):
     register(serve_command)
     register(proxy_command)
+    register(models_group)
     register(skills_group)
