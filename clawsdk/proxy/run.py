@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port: int, token: str | None,
                     task: Task | None, run_id: str | None, db: Path,
-                    on_ready: Callable[[str, str, str], None] | None = None) -> None:
+                    on_ready: Callable[[str, str, str], None] | None = None, model: str | None = None,
+                    token_ids: bool = False, upstream_stream: bool | None = None) -> None:
     """`clawsdk proxy`: record every call through this proxy as one rollout until interrupted."""
     from clawsdk.errors import FailureKind
     from clawsdk.runtime.ids import new_run_id, rollout_id
@@ -27,7 +28,8 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
     from clawsdk.store.writer import StoreWriter
     from clawsdk.tasks.model import Task
 
-    proxy = ModelProxy(upstream, upstream_key)  # a bad upstream fails here, before the store is touched
+    # a bad upstream fails here, before the store is touched
+    proxy = ModelProxy(upstream, upstream_key, model=model, token_ids=token_ids, upstream_stream=upstream_stream)
     task = task or Task(id="proxy", instruction="(model calls recorded by clawsdk proxy; no task)")
     run_id = run_id or "proxy-" + new_run_id()
     rid: str | None = None

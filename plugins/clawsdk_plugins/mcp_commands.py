@@ -172,9 +172,13 @@ def _serve(run, *args):
 @click.option("--task", "task_spec", default=None, help="Record the calls as a rollout of this task.")
 @click.option("--run-id", default=None)
 @click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None)
-def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, run_id, db):
-    """A recording OpenAI-compatible proxy: POST /v1/chat/completions goes to UPSTREAM, and every request and
-    response is recorded as model_request/model_response events of one rollout in the store."""
+@click.option("--model", default=None, help="Send this model name upstream, whatever the client asks for.")
+@click.option("--token-ids", is_flag=True, help="Ask the upstream for token ids and logprobs (vLLM).")
+@click.option("--whole", is_flag=True, help="Ask the upstream for whole answers; stream them to clients that ask.")
+def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, run_id, db, model, token_ids, whole):
+    """A recording proxy: OpenAI chat completions, the Responses API and Anthropic Messages (/v1/chat/completions,
+    /v1/responses, /v1/messages) go to UPSTREAM as chat completions, and every request and response is recorded as
+    model_request/model_response events of one rollout in the store."""
     import anyio
 
     from clawsdk._http import public_url
@@ -192,7 +196,8 @@ def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, 
             _err(f"api key for clients (shown once): {tok}")
 
     anyio.run(lambda: run_proxy(upstream=upstream, upstream_key=os.environ.get(upstream_key_env), host=host,
-                                port=port, token=token, task=the_task, run_id=run_id, db=_db(db), on_ready=ready))
+                                port=port, token=token, task=the_task, run_id=run_id, db=_db(db), on_ready=ready,
+                                model=model, token_ids=token_ids, upstream_stream=False if whole else None))
 
 
 @click.group("models")
