@@ -58,6 +58,10 @@ PROTOCOLS: tuple[Protocol, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMes
 RECORD_ONLY = ("is_error",)
 
 
+class Refused(Exception):
+    """A model call no rollout takes (`ModelProxy.recorder_for`): answered 409 with the reason."""
+
+
 def _protocol(path: str) -> Protocol | None:
     return next((p for p in PROTOCOLS if path.endswith(p.path)), None)
 
@@ -164,6 +168,10 @@ class ModelProxy:
         problem = protocol.problem(body)
         if problem is not None:
             return await _json(send, 400, protocol.error(400, problem))
+        try:
+            recorder = await self.recorder_for(recorder)
+        except Refused as e:
+            return await _json(send, 409, protocol.error(409, str(e)))
         await self._call(protocol, body, recorder, send, receive)
 
     async def _count_tokens(self, receive: Callable, send: Callable) -> None:
@@ -171,6 +179,11 @@ class ModelProxy:
         chat-completions upstream has it. Not a model call: nothing is recorded."""
         raw = await _read_body(receive) or b""
         await _json(send, 200, {"input_tokens": max(1, len(raw) // 4)})
+
+    async def recorder_for(self, recorder: Recorder | None) -> Recorder | None:
+        """The recorder of a model call whose token names `recorder`; raises Refused when no rollout takes it.
+        A proxy whose rollouts start with their calls (`clawsdk serve --upstream`) finds or starts one here."""
+        return recorder
 
     def _hang_up_failed(self, stream: bool, call: _Call, waited: float) -> bool | None:
         """Whose failure a client's hang-up is. On an answer under way, the client's (False). On a stream whose

@@ -91,12 +91,17 @@ def _local_warning(chosen: bool) -> str:
               help="HTTP: the first N sessions to call a tool are rollouts (later ones are refused); stop "
                    "once they have ended (stdio always serves one).")
 @click.option("--reveal-verdict", is_flag=True, help="Tell the agent its score when it calls finish.")
+@click.option("--upstream", default=None, metavar="URL",
+              help="HTTP: also be the rollouts' recording model proxy (/v1/chat/completions, /v1/responses, "
+                   "/v1/messages on the same port and token) in front of this OpenAI-compatible base URL.")
+@click.option("--upstream-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
+              help="With --upstream: the variable holding the upstream's API key.")
 @click.option("--run-id", default=None, help="Record the sessions under this run id [default: serve-...].")
 @click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None,
               help="The store file [env CLAWSDK_DB; default: HTTP .clawsdk/clawsdk.db, stdio "
                    "~/.local/share/clawsdk/clawsdk.db].")
 def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, timeout_s, max_rollouts,
-                  reveal_verdict, run_id, db):
+                  reveal_verdict, upstream, upstream_key_env, run_id, db):
     """Expose TASK's tools to an external MCP client; each client session is one recorded, scored rollout.
 
     stdio (default): point the client at the command `clawsdk serve TASK`. HTTP: `--http` prints the
@@ -111,12 +116,22 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
 
+    if upstream and not use_http:
+        raise click.UsageError("--upstream serves the model protocols over HTTP: add --http")
     the_task = _one_task(task)
     backend = choose_sandbox(sandbox)
     store = Path(db) if db else (_db(None) if use_http else default_stdio_db())
     config = ServeConfig(task=the_task, db=store, run_id=run_id or "serve-" + new_run_id(), sandbox=backend,
                          sandbox_config=SandboxConfig(root=sandbox_root), timeout_s=timeout_s,
-                         reveal_verdict=reveal_verdict, max_rollouts=max_rollouts)
+                         reveal_verdict=reveal_verdict, max_rollouts=max_rollouts, upstream=upstream,
+                         upstream_key=os.environ.get(upstream_key_env) if upstream else None)
+    if upstream:
+        from clawsdk.proxy import HttpUpstream
+
+        try:
+            HttpUpstream(upstream)
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None
     if backend == "local":
         _err(_local_warning(chosen=sandbox == "local"))
     message = MESSAGE_TEMPLATE.format(server="clawsdk")
@@ -136,8 +151,11 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
 
     def ready(url: str, tok: str) -> None:
         # one JSON line on stdout (scripts read it), the human version on stderr
-        click.echo(json.dumps({"url": url, "token": None if token_env else tok, "run_id": config.run_id,
-                               "task": the_task.id, "db": str(config.db), "sandbox": backend, "message": message}))
+        line = {"url": url, "token": None if token_env else tok, "run_id": config.run_id, "task": the_task.id,
+                "db": str(config.db), "sandbox": backend, "message": message}
+        if upstream:  # the model base URL of the same rollouts
+            line["base_url"] = url.rsplit("/", 1)[0] + "/v1"
+        click.echo(json.dumps(line))
         sys.stdout.flush()
         _err(f"clawsdk serve: task {the_task.id} at {url}, sandbox {backend}")
         if not token_env:
