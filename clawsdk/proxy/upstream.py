@@ -214,8 +214,8 @@ class _Made(Answer):
 
 
 async def check_base_url(url: str, key: str | None = None, *, timeout_s: float = 10.0) -> None:
-    """Raise ValueError (one line: the URL, what answered, what to do) unless `url` is an OpenAI-compatible base URL
-    that answers: GET /models, and where that is not served, POST /chat/completions reaches an endpoint."""
+    """Raise ValueError (one line: the URL, what answered, what to do) unless `url` answers as an OpenAI-compatible
+    base URL: GET /models (every serving model server has it; nothing is generated)."""
     import httpx2
 
     shown = public_url(url)
@@ -223,16 +223,13 @@ async def check_base_url(url: str, key: str | None = None, *, timeout_s: float =
     try:
         async with httpx2.AsyncClient(timeout=timeout_s) as client:
             r = await client.get(f"{up.url}/models", headers=up.headers())
-            if r.status_code in (401, 403):
-                raise ValueError(f"--base-url {shown} refused the API key (HTTP {r.status_code}): set the variable "
-                                 "the agent reads it from (OPENAI_API_KEY, or --agent-opt api_key_env=VAR)")
-            if r.status_code < 400:
-                return
-            probe = await client.post(f"{up.url}/chat/completions", content=b"{}", headers=up.headers())
     except httpx2.HTTPError as e:
         raise ValueError(f"--base-url {shown} cannot be reached ({type(e).__name__}: {up.redact(str(e))}): is the "
                          "model server running, and is this its address?") from None
-    if probe.status_code in (404, 405):
+    if r.status_code in (401, 403):
+        raise ValueError(f"--base-url {shown} refused the API key (HTTP {r.status_code}): set the variable the agent "
+                         "reads it from (OPENAI_API_KEY, or --agent-opt api_key_env=VAR)")
+    if r.status_code in (404, 405):
         hint = " (an OpenAI-compatible base URL usually ends in /v1)" if not up.url.endswith("/v1") else ""
-        raise ValueError(f"--base-url {shown} serves no /models and no /chat/completions (HTTP {r.status_code}, "
-                         f"{probe.status_code}): it is not an OpenAI-compatible base URL{hint}")
+        raise ValueError(f"--base-url {shown} has no /models (HTTP {r.status_code}): it is not an OpenAI-compatible "
+                         f"base URL{hint}")
