@@ -11,15 +11,15 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_plugins.agent_claude_code import ClaudeCodeAgent
+from clawsdk_plugins.agent_codex import CodexAgent
 
 from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agent_claude_code import ClaudeCodeAgent
-from clawsdk_plugins.agent_codex import CodexAgent
 from tests.cli_agent.conftest import installed_home
-from tests.cli_agent.scripted_model import PlannedModel, plan_for
+from tests.cli_agent.scripted_model import PlannedModel, plan_for, tool_call
 from tests.sandbox.sandbox_backends import skip_unless_available
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,6 +28,8 @@ AGENTS = {"claude-code": ClaudeCodeAgent, "codex": CodexAgent}
 #: each harness's own tools for clawsdk's read, write and exec
 NATIVE = {"claude-code": {"read": "Read", "write": "Write", "exec": "Bash"},
           "codex": {"read": "exec_command", "write": "exec_command", "exec": "exec_command"}}
+#: a file of the harness's own, as the CLI keeps it in a project folder: it must be gone before scoring
+OWN = {"claude-code": ".claude/settings.local.json", "codex": ".codex/state.json"}
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +39,7 @@ class Watched:
 
     def __init__(self, cls, **options):
         class Agent(cls):
-            async def _clean(inner, sandbox, before):  # noqa: N805 - the agent's self
+            async def _clean(inner, sandbox, before):
                 removed = await super()._clean(sandbox, before)
                 self.left[sandbox.workspace_path, len(self.left)] = (before, await inner._listing(sandbox))
                 return removed
@@ -49,7 +51,9 @@ class Watched:
 def _run(name: str, sandbox: str, stream: bool | None, db: Path, run_id: str):
     tasks = [load_tasks(str(REPO / "examples" / "tasks" / t)).tasks[0] for t in TASKS]
     workspace = "/root/.openclaw/workspace"
-    model = PlannedModel({t.instruction.strip().splitlines()[0]: plan_for(name, t, workspace) for t in tasks})
+    own = {"claude-code": tool_call(99, "Write", {"file_path": f"{workspace}/{OWN[name]}", "content": "{}"}),
+           "codex": tool_call(99, "exec_command", {"cmd": f"mkdir -p .codex && echo {{}} > {OWN[name]}"})}[name]
+    model = PlannedModel({t.instruction.strip().splitlines()[0]: [*plan_for(name, t, workspace), own] for t in tasks})
     home = installed_home(AGENTS[name].package)
 
     async def main():
@@ -73,8 +77,8 @@ def _check(name, tasks, result, watched, rows, events):
         evs = events[task.id]
         calls = [(e["kind"], e["payload"]["tool"]) for e in evs if e["kind"] in ("tool_call", "tool_result")]
         expected = []
-        for c in task.solution:
-            expected += [("tool_call", NATIVE[name][c.tool]), ("tool_result", NATIVE[name][c.tool])]
+        for tool in [*(c.tool for c in task.solution), "write"]:  # the solution, then the harness's own file
+            expected += [("tool_call", NATIVE[name][tool]), ("tool_result", NATIVE[name][tool])]
         assert calls == expected, calls
         results = [e["payload"] for e in evs if e["kind"] == "tool_result"]
         assert not any(r["is_error"] for r in results), results
@@ -83,7 +87,9 @@ def _check(name, tasks, result, watched, rows, events):
         first = next(e["payload"] for e in evs if e["kind"] == "model_request")
         assert first["protocol"] == {"claude-code": "anthropic", "codex": "openai-responses"}[name]
         assert task.instruction.strip().splitlines()[0] in str(first["messages"])
-        assert rows[task.id]["n_tool_calls"] == len(task.solution)
+        assert rows[task.id]["n_tool_calls"] == len(task.solution) + 1
+        cleaned = [e["payload"]["cleaned"] for e in evs if "cleaned" in e["payload"]]
+        assert cleaned == [[OWN[name].split("/")[0]]]
         exec_event = next(e["payload"] for e in evs if e["kind"] == "sandbox_exec")
         assert exec_event["exit_code"] == 0 and exec_event["boot_s"] is not None
     # nothing of the harness is left in the workspace it leaves to the verifier: every new entry is a deliverable
@@ -106,5 +112,5 @@ def test_a_cli_agent_works_two_example_tasks_under_bwrap(name, stream, db):
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_a_cli_agent_works_two_example_tasks_under_docker(name, db):
     skip_unless_available("docker")
-    tasks, result, watched, rows, events, model = _run(name, "docker", None, db, "d1")
+    tasks, result, watched, rows, events, _ = _run(name, "docker", None, db, "d1")
     _check(name, tasks, result, watched, rows, events)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from clawsdk_plugins.agent_harness import raise_for_ending
-from clawsdk_plugins.cli_agent.events import ToolEventRecorder
+from clawsdk_plugins.cli_agent.events import ERROR_PREFIXES, ToolEventRecorder
 from clawsdk_plugins.cli_agent.install import Install, Package, find_install
 
 from clawsdk.errors import AgentTimeout, SandboxError
@@ -107,8 +107,8 @@ class CliAgent(Agent):
         return {}
 
     def tool_failed(self, text: str) -> bool:
-        """Whether a tool result the protocol carries no error flag for reads as a failure."""
-        return text.strip().lower().startswith(("error:", "error ", "tool error", "failed:"))
+        """Whether a tool result the protocol carries no error flag for reads as a failure (OpenClaw's text)."""
+        return text.strip().lower().startswith(ERROR_PREFIXES)
 
     def outcome(self, stdout: str) -> dict[str, Any]:
         """What the CLI said about its run (its JSON result), for the sandbox_exec event; {} if nothing."""

@@ -18,7 +18,6 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from clawsdk_plugins.cli_agent.base import CliAgent
-from clawsdk_plugins.cli_agent.events import ERROR_PREFIXES
 from clawsdk_plugins.openclaw.config import PROVIDER, openclaw_config, unsupported_servers
 from clawsdk_plugins.openclaw.install import PACKAGE
 
@@ -63,9 +62,6 @@ class OpenClawAgent(CliAgent):
 
     def environment(self, *, base_url: str, token: str, state: str) -> dict[str, str]:
         return {"OPENCLAW_NO_AUTO_UPDATE": "1"}
-
-    def tool_failed(self, text: str) -> bool:
-        return text.strip().lower().startswith(ERROR_PREFIXES)  # OpenClaw's tool messages carry no error flag
 
     def outcome(self, stdout: str) -> dict[str, Any]:
         envelope = super().outcome(stdout)
