@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from clawsdk.tasks.model import Task
 
 PACKAGE = Package(agent="claude-code", npm="@anthropic-ai/claude-code", version="2.1.332",
-                  entry="@anthropic-ai/claude-code/bin/claude.exe", node_script=False, size="about 520 MB")
+                  entry="@anthropic-ai/claude-code/bin/claude.exe", node_script=False, size="about 600 MB")
 
 #: Claude Code's built-in tools, by the clawsdk tool each stands for and the tool server that has it
 TOOLS = {"core": {"read": "Read", "write": "Write", "edit": "Edit", "exec": "Bash"}, "web": {"web_fetch": "WebFetch"}}

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from clawsdk.tasks.model import Task
 
 PACKAGE = Package(agent="codex", npm="@openai/codex", version="0.171.0", entry="@openai/codex/bin/codex.js",
-                  node_script=True, size="about 540 MB")
+                  node_script=True, size="about 630 MB")
 KEY_ENV = "CLAWSDK_PROXY_KEY"
 #: how Codex's exec tools report a command that failed
 EXIT = re.compile(r"(?:Process exited with code|Exit code:)\s*(-?\d+)")
