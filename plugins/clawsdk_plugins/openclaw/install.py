@@ -13,7 +13,7 @@ __all__ = ["NODE_VERSION", "OPENCLAW_VERSION", "PACKAGE", "Install", "find_insta
 #: the pin `install` brings; what the agent was tested with
 OPENCLAW_VERSION = "2026.9.6"
 PACKAGE = Package(agent="openclaw", npm="openclaw", version=OPENCLAW_VERSION, entry="openclaw/openclaw.mjs",
-                  node_script=True, size="about 840 MB")
+                  node_script=True, size="about 750 MB")
 
 
 def find_install(home: str | os.PathLike | None = None) -> Install | None:
