@@ -56,6 +56,8 @@ DEFAULT_PLUGINS = (
     "clawsdk_plugins.skills",
     "clawsdk_plugins.agent_harness",
     "clawsdk_plugins.openclaw",
+    "clawsdk_plugins.agent_claude_code",
+    "clawsdk_plugins.agent_codex",
     "clawsdk_plugins.mcp_commands",
     "clawsdk_plugins.trainers",
 )
@@ -85,6 +87,8 @@ BUILTIN_KINDS: dict[str, tuple[str, ...]] = {
     "clawsdk_plugins.skills": ("skills",),
     "clawsdk_plugins.agent_harness": ("agents",),
     "clawsdk_plugins.openclaw": ("agents", "commands"),
+    "clawsdk_plugins.agent_claude_code": ("agents", "commands"),
+    "clawsdk_plugins.agent_codex": ("agents", "commands"),
     "clawsdk_plugins.mcp_commands": ("commands",),
     "clawsdk_plugins.trainers": ("trainers",),
 }

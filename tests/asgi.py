@@ -17,3 +17,12 @@ async def request_body(scope, receive, send) -> bytes | None:
         body += msg.get("body", b"")
         if not msg.get("more_body"):
             return body
+
+
+async def answered_models(scope, send) -> bool:
+    """Answer GET /models as a serving model server does (the agents ask it once before a run); True if it was one."""
+    if scope.get("method") != "GET":
+        return False
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": b'{"object": "list", "data": [{"id": "m"}]}'})
+    return True

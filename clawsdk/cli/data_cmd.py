@@ -243,11 +243,12 @@ def select_command(db, as_json, show, **rules):
     "--format",
     "formats",
     multiple=True,
-    type=click.Choice(["jsonl", "hf", "parquet", "atif"]),
+    type=click.Choice(["jsonl", "hf", "parquet", "atif", "rl"]),
     default=("jsonl", "hf", "parquet"),
     show_default=True,
-    help="atif: one ATIF-v1.7 document per rollout under atif/ (of the SFT selection), with an index in the "
-    "other formats given (default jsonl).",
+    help="atif: one ATIF-v1.7 document per rollout under atif/; rl: token ids, logprobs and loss masks per turn of "
+    "each rollout's model calls. Either is a dataset of its own, of the SFT selection's rollouts, with an index "
+    "in the other formats given (default jsonl).",
 )
 @click.option(
     "--style",
@@ -297,21 +298,27 @@ def export_command(
     """Write a versioned dataset and record it, with the rollouts it holds, in the store.
 
     Nothing is written when nothing qualifies: the command says which rule left no rows and exits 2."""
-    from clawsdk.data.export import export_preferences, export_rl, export_sft
+    from clawsdk.data.export import ROW_FORMATS, export_preferences, export_rl, export_sft
     from clawsdk.data.select import HeldOut, load_candidates, select
 
     selection, held_out = _selection(**rules)
     rule = HeldOut(selection.exclude_tasks, held_out)
     with Store(db) as store:
-        if "atif" in formats:
-            from clawsdk.data.atif import export_atif
+        row_format = next((f for f in formats if f in ROW_FORMATS), None)
+        if row_format is not None:  # a dataset of its own: the selected rollouts in that format
+            import importlib
 
             if kind != "sft":
-                raise click.UsageError("--format atif writes the rollouts of an SFT selection; leave --kind out")
+                raise click.UsageError(f"--format {row_format} writes the rollouts of an SFT selection; leave --kind "
+                                       "out")
+            module, _, function = ROW_FORMATS[row_format].partition(":")
             result = select(store, selection, held_out=held_out)
             rule.counts.update(result.held_out)
             _warn_unreadable(result.candidates)
-            exp = export_atif(store, result, out, name=name, formats=[f for f in formats if f != "atif"] or ["jsonl"])
+            exp = getattr(importlib.import_module(module), function)(
+                store, result, out, name=name, formats=[f for f in formats if f not in ROW_FORMATS],
+                tokenizer=_load_tokenizer(tokenizer) if tokenizer else None)
+            kind = exp.kind
         elif kind == "sft":
             result = select(store, selection, held_out=held_out)
             rule.counts.update(result.held_out)

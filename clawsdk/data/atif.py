@@ -352,10 +352,12 @@ def write_atif(rows: list[dict[str, Any]], folder: Path) -> list[str]:
 
 
 def export_atif(store: Any, result: Any, out: str | Path, *, name: str,
-                formats: tuple[str, ...] | list[str] = ("jsonl",)) -> Any:
+                formats: tuple[str, ...] | list[str] = ("jsonl",), tokenizer: Any = None) -> Any:
     """The kept rollouts of `result` (a SelectionResult) as an export NAME-vN/ of kind `atif`: one document
     per rollout under atif/, an index row per document in the data files `formats` (each row holds its
-    document as JSON text), recorded with its rollouts like any export. EmptyExport when nothing is kept."""
+    document as JSON text), recorded with its rollouts like any export. EmptyExport when nothing is kept.
+    (`tokenizer` is not used: the documents carry the token ids the store holds, none made up.)"""
+    formats = [f for f in formats if f != "atif"] or ["jsonl"]
     from clawsdk.data import export
 
     if not result.kept:

@@ -34,6 +34,7 @@ from clawsdk.models import toolcalls
 __all__ = [
     "FORMATS",
     "FORMAT_VERSION",
+    "ROW_FORMATS",
     "STYLES",
     "EmptyExport",
     "Export",
@@ -51,6 +52,9 @@ __all__ = [
 
 FORMAT_VERSION = 1
 FORMATS = ("jsonl", "hf", "parquet")
+#: formats that are datasets of their own, written by their module (`--format NAME`): name -> "module:function"
+#: formats that are a dataset of their own (module:function(store, result, out, name=, formats=, tokenizer=))
+ROW_FORMATS = {"rl": "clawsdk.data.rl:export_tokens", "atif": "clawsdk.data.atif:export_atif"}
 STYLES = ("openai", "text")
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 

@@ -19,6 +19,9 @@ from clawsdk.data.tokenize import find_control_token
 from clawsdk.models import toolcalls
 from clawsdk.models.completion import content_text
 
+#: the agent name of rollouts served to an external MCP client (`clawsdk serve`: "mcp:CLIENT")
+SERVED = "mcp:"
+
 __all__ = ["PromptStyle", "Trajectory", "new_call_id", "tool_calls_answered", "tool_listing",
            "trajectory_from_events"]
 
@@ -357,6 +360,10 @@ def trajectory_from_events(
         {"role": "system", "content": "\n\n".join(system)},
         {"role": "user", "content": instruction or ""},
     ]
+    if str(rollout.get("agent") or "").startswith(SERVED):
+        # an external agent over `clawsdk serve` whose model calls were not recorded: its prompt was its own
+        # runtime's, never the tool-loop agent's, so none is made up (`clawsdk serve --upstream` records it)
+        messages = messages[1:]
     from clawsdk.models.prompt import truncate_middle
 
     n = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -42,5 +42,11 @@ class Agent(abc.ABC):
 
     def preflight(self, tasks: Sequence[Task], sandbox: str) -> None:
         """Raise ValueError, before any rollout or store write, when this agent cannot work these tasks on
-        this sandbox at all (the oracle without solutions, OpenClaw on docker): one clear error, not the same
-        failure in every rollout. The default accepts everything."""
+        this sandbox at all (the oracle without solutions, a CLI agent on a sandbox it cannot run in): one clear
+        error, not the same failure in every rollout. It may be a coroutine (an agent that asks its model server
+        once). The default accepts everything."""
+
+    def sandbox_options(self, sandbox: str) -> dict[str, Any]:
+        """Options (SandboxConfig.extra) this agent needs on the run's sandboxes, added to the user's: a CLI
+        agent's install bound in read-only (`ro_binds`). The default asks for nothing."""
+        return {}

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import logging
 import os
@@ -95,6 +97,24 @@ def _build(factory: Callable[..., Any], options: dict[str, Any], what: str, flag
                          f"({', '.join(sorted(options)) or 'none'}): {e}") from e
 
 
+def with_agent_options(cfg: SandboxConfig, agent: Any, sandbox: str) -> SandboxConfig:
+    """`cfg` with what the agent asks of its sandboxes (`Agent.sandbox_options`) added to its options; lists
+    (`ro_binds`) are joined, and an option the user set is kept."""
+    asked = getattr(agent, "sandbox_options", None)
+    asked = asked(sandbox) if callable(asked) else {}
+    if not asked:
+        return cfg
+    extra = dict(cfg.extra or {})
+    for key, value in asked.items():
+        if isinstance(value, list):
+            have = extra.get(key) or []
+            have = [have] if isinstance(have, str) else list(have)
+            extra[key] = have + [v for v in value if v not in have]
+        else:
+            extra.setdefault(key, value)
+    return dataclasses.replace(cfg, extra=extra)
+
+
 async def run(
     tasks: Sequence[Task],
     *,
@@ -136,7 +156,10 @@ async def run(
     # and what the agent cannot do with these tasks or this sandbox (`preflight(tasks, sandbox)`, optional)
     preflight = getattr(the_agent, "preflight", None)
     if callable(preflight):
-        preflight(tasks, sandbox)
+        checked = preflight(tasks, sandbox)
+        if inspect.isawaitable(checked):  # an agent that asks its model server (CliAgent: --base-url)
+            await checked
+    cfg = with_agent_options(cfg, the_agent, sandbox)
     if isinstance(executor, str):
         options = dict(executor_options or {})
         if executor == "local":

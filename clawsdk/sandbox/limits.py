@@ -38,7 +38,7 @@ class IsolationOptions:
     network: bool = False  # docker: give the container a network (bwrap never does)
     host_uid: int = 61000  # bwrap as root: the unprivileged host uid the sandbox runs under
     image: str = "clawsdk-sandbox:latest"  # docker
-    ro_binds: list[str] = field(default_factory=list)  # bwrap: extra host paths, read-only
+    ro_binds: list[str] = field(default_factory=list)  # extra host paths, read-only at the same path
     pool_size: int = 64  # docker: idle containers kept warm for reuse (per option set); 0: one per sandbox
 
     @classmethod

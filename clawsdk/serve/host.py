@@ -101,6 +101,9 @@ class ServeConfig:
     timeout_s: float | None = None  # default: the task's limits.timeout_s
     reveal_verdict: bool = False  # tell the agent its score when it finishes
     max_rollouts: int | None = None  # serve this many rollouts, then stop once they have ended
+    #: with an upstream, the server is also the recording model proxy of its rollouts (HTTP: /v1/...)
+    upstream: str | None = None
+    upstream_key: str | None = None
 
     @property
     def time_limit(self) -> float:
@@ -284,6 +287,8 @@ class RolloutHost:
         self.failure: str | None = None
         self.failed = anyio.Event()
         self._lock = anyio.Lock()
+        #: a rollout a model call started before any session made a tool call: the next session's
+        self.unattached: LiveRollout | None = None
 
     def rollout_done(self, live: LiveRollout) -> None:
         self.finished.append(live)
@@ -379,6 +384,10 @@ class RolloutHost:
         key = id(connection)
         async with self._lock:
             live = self.sessions.get(key)
+            if live is None and self.unattached is not None:  # the rollout its model calls started
+                live, self.unattached = self.unattached, None
+                self.sessions[key] = live
+                connection.exit_stack.callback(self._disconnected, key, live)
             if live is None:
                 refused = self._refusal()
                 if refused is not None:
@@ -397,6 +406,29 @@ class RolloutHost:
                 connection.exit_stack.callback(self._disconnected, key, live)
                 self.tg.start_soon(live.run)
         return live
+
+    async def live_for_model(self) -> LiveRollout | str:
+        """The rollout a model call through this server's proxy belongs to: the one rollout in progress, or a new one
+        (its session's first tool call takes it over); a string says why the call belongs to none."""
+        async with self._lock:
+            open_ = [live for live in self.lives if not live.ended.is_set()]
+            if len(open_) > 1:
+                return (f"{len(open_)} rollouts are in progress, so a model call cannot say which it belongs to: "
+                        "serve one rollout at a time (--max-rollouts 1, or one server per agent run)")
+            if open_:
+                return open_[0]
+            refused = self._refusal()
+            if refused is not None:
+                return refused.content[0].text  # type: ignore[union-attr]
+            try:
+                sample = await self.claim("mcp:proxy")
+            except StoreError:
+                return self.failure or "the store failed"
+            live = LiveRollout(self, sample, "mcp:proxy")
+            self.lives.append(live)
+            self.unattached = live
+            self.tg.start_soon(live.run)
+            return live
 
     async def _note_task_read(self, ctx: Any, via: str) -> None:
         """A session that is a rollout read the task again (the `task` tool or prompt): a `note` event."""

@@ -238,6 +238,33 @@ async def _end_http_sessions(server: Server) -> None:
             log.debug("closing an MCP session failed: %s", e)
 
 
+def _served_proxy(host: RolloutHost, config: ServeConfig, token: str) -> Any:
+    """The recording model proxy of a served task: a model call with the server's token is recorded to the rollout in
+    progress, or starts one that the next session's first tool call takes over (RolloutHost.live_for_model)."""
+    from clawsdk.proxy.core import ModelProxy, Refused
+
+    class ServedProxy(ModelProxy):
+        async def recorder_for(self, recorder: Any) -> Any:
+            live = await host.live_for_model()
+            if isinstance(live, str):
+                raise Refused(live)
+            return live.recorder
+
+    proxy = ServedProxy(config.upstream, config.upstream_key)
+    proxy.register(None, token)
+    return proxy
+
+
+def _with_proxy(mcp_app: Any, proxy: Any) -> Any:
+    """One ASGI app: /v1/... (the model protocols) to the proxy, the rest to MCP."""
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/v1/"):
+            return await proxy(scope, receive, send)
+        return await mcp_app(scope, receive, send)
+
+    return app
+
+
 async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
                      on_ready: Callable[[str, str], None] | None = None, path: str = "/mcp") -> RolloutHost:
     """Serve MCP over streamable HTTP at http://HOST:PORT/mcp until stopped (or max_rollouts ended, or the
@@ -259,8 +286,11 @@ async def serve_http(config: ServeConfig, *, host: str = "127.0.0.1", port: int 
                                              allowed_origins=[f"http://{h}:*" for h in hosts])
         app = server.streamable_http_app(streamable_http_path=path, transport_security=security, host=host,
                                          session_idle_timeout=config.time_limit + 60)
+        mcp_app = BearerAuth(ValidBodies(app), token)
+        if config.upstream:  # the rollouts' model calls too, on the same port and token: /v1/...
+            mcp_app = _with_proxy(mcp_app, _served_proxy(rollout_host, config, token))
         # open event streams would hold a graceful shutdown forever; the rollouts are recorded by then
-        uv = uvicorn_server(BearerAuth(ValidBodies(app), token), lifespan="on", timeout_graceful_shutdown=5)
+        uv = uvicorn_server(mcp_app, lifespan="on", timeout_graceful_shutdown=5)
 
         async def watch() -> None:
             await stop.wait()

@@ -37,7 +37,7 @@ class HarnessAgent(Agent):
 
     def __init__(self, command: str, base_url: str | None = None, model: str | None = None,
                  api_key_env: str = "OPENAI_API_KEY", env: dict[str, str] | None = None,
-                 timeout_s: float | None = None, proxy_host: str = "127.0.0.1"):
+                 timeout_s: float | None = None, proxy_host: str = "127.0.0.1", check_url: bool = True):
         if not command or not command.strip():
             raise ValueError("the harness agent needs command=...: the agent CLI to run in the sandbox")
         upstream = base_url or os.environ.get("CLAWSDK_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL")
@@ -50,6 +50,15 @@ class HarnessAgent(Agent):
         self.env = dict(env or {})
         self.timeout_s = timeout_s
         self.proxy_host = proxy_host
+        self.check_url = check_url not in (False, "false", "0", 0)
+
+    async def preflight(self, tasks: Any, sandbox: str) -> None:
+        """The upstream is asked once before the run: a wrong --base-url is one line, not every rollout's
+        model_error (`check_url=false` for a command that never calls the model)."""
+        if self.check_url:
+            from clawsdk.proxy import check_base_url
+
+            await check_base_url(self.upstream, self.upstream_key)
 
     async def run(self, ctx: AgentContext) -> None:
         from clawsdk.proxy import ModelProxy, serving

@@ -89,6 +89,9 @@ class ToolLoopAgent(Agent):
         if tools is not None and not (isinstance(tools, list) and all(isinstance(t, str) for t in tools)):
             raise ValueError(f"tools must be tool names separated by commas (e.g. tools=read,write), not {tools!r}")
         self.llm = resolve_model(model, base_url=base_url, api_key=api_key, **model_options)
+        #: a --base-url given is asked once before the run (preflight): a wrong one is one line, not every
+        #: rollout's model_error after its retries
+        self.check_url = getattr(self.llm, "base_url", None) if base_url else None
         self.model = self.llm.name
         self.system_prompt = system_prompt or SYSTEM_PROMPT
         self.finish_tool = finish_tool
@@ -96,6 +99,12 @@ class ToolLoopAgent(Agent):
         if tool_choice not in ("auto", "required"):
             raise ValueError(f"tool_choice must be auto or required, not {tool_choice!r}")
         self.tool_choice = tool_choice
+
+    async def preflight(self, tasks: Any, sandbox: str) -> None:
+        if self.check_url:
+            from clawsdk.proxy import check_base_url
+
+            await check_base_url(self.check_url, getattr(self.llm, "api_key", None))
 
     def build_system_prompt(self, ctx: AgentContext) -> str:
         parts = [self.system_prompt.strip()]

@@ -1,9 +1,11 @@
-"""CLI commands for external agents and skill authors: `clawsdk serve`, `clawsdk proxy`, `clawsdk skills`."""
+"""CLI commands for external agents and skill authors: `clawsdk serve`, `clawsdk proxy`, `clawsdk models serve`,
+`clawsdk skills`."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 from pathlib import Path
 
@@ -89,12 +91,17 @@ def _local_warning(chosen: bool) -> str:
               help="HTTP: the first N sessions to call a tool are rollouts (later ones are refused); stop "
                    "once they have ended (stdio always serves one).")
 @click.option("--reveal-verdict", is_flag=True, help="Tell the agent its score when it calls finish.")
+@click.option("--upstream", default=None, metavar="URL",
+              help="HTTP: also be the rollouts' recording model proxy (/v1/chat/completions, /v1/responses, "
+                   "/v1/messages on the same port and token) in front of this OpenAI-compatible base URL.")
+@click.option("--upstream-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
+              help="With --upstream: the variable holding the upstream's API key.")
 @click.option("--run-id", default=None, help="Record the sessions under this run id [default: serve-...].")
 @click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None,
               help="The store file [env CLAWSDK_DB; default: HTTP .clawsdk/clawsdk.db, stdio "
                    "~/.local/share/clawsdk/clawsdk.db].")
 def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, timeout_s, max_rollouts,
-                  reveal_verdict, run_id, db):
+                  reveal_verdict, upstream, upstream_key_env, run_id, db):
     """Expose TASK's tools to an external MCP client; each client session is one recorded, scored rollout.
 
     stdio (default): point the client at the command `clawsdk serve TASK`. HTTP: `--http` prints the
@@ -109,12 +116,22 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
 
+    if upstream and not use_http:
+        raise click.UsageError("--upstream serves the model protocols over HTTP: add --http")
     the_task = _one_task(task)
     backend = choose_sandbox(sandbox)
     store = Path(db) if db else (_db(None) if use_http else default_stdio_db())
     config = ServeConfig(task=the_task, db=store, run_id=run_id or "serve-" + new_run_id(), sandbox=backend,
                          sandbox_config=SandboxConfig(root=sandbox_root), timeout_s=timeout_s,
-                         reveal_verdict=reveal_verdict, max_rollouts=max_rollouts)
+                         reveal_verdict=reveal_verdict, max_rollouts=max_rollouts, upstream=upstream,
+                         upstream_key=os.environ.get(upstream_key_env) if upstream else None)
+    if upstream:
+        from clawsdk.proxy import HttpUpstream
+
+        try:
+            HttpUpstream(upstream)
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None
     if backend == "local":
         _err(_local_warning(chosen=sandbox == "local"))
     message = MESSAGE_TEMPLATE.format(server="clawsdk")
@@ -134,8 +151,11 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
 
     def ready(url: str, tok: str) -> None:
         # one JSON line on stdout (scripts read it), the human version on stderr
-        click.echo(json.dumps({"url": url, "token": None if token_env else tok, "run_id": config.run_id,
-                               "task": the_task.id, "db": str(config.db), "sandbox": backend, "message": message}))
+        line = {"url": url, "token": None if token_env else tok, "run_id": config.run_id, "task": the_task.id,
+                "db": str(config.db), "sandbox": backend, "message": message}
+        if upstream:  # the model base URL of the same rollouts
+            line["base_url"] = url.rsplit("/", 1)[0] + "/v1"
+        click.echo(json.dumps(line))
         sys.stdout.flush()
         _err(f"clawsdk serve: task {the_task.id} at {url}, sandbox {backend}")
         if not token_env:
@@ -170,9 +190,13 @@ def _serve(run, *args):
 @click.option("--task", "task_spec", default=None, help="Record the calls as a rollout of this task.")
 @click.option("--run-id", default=None)
 @click.option("--db", type=click.Path(dir_okay=False), envvar="CLAWSDK_DB", default=None)
-def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, run_id, db):
-    """A recording OpenAI-compatible proxy: POST /v1/chat/completions goes to UPSTREAM, and every request and
-    response is recorded as model_request/model_response events of one rollout in the store."""
+@click.option("--model", default=None, help="Send this model name upstream, whatever the client asks for.")
+@click.option("--token-ids", is_flag=True, help="Ask the upstream for token ids and logprobs (vLLM).")
+@click.option("--whole", is_flag=True, help="Ask the upstream for whole answers; stream them to clients that ask.")
+def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, run_id, db, model, token_ids, whole):
+    """A recording proxy: OpenAI chat completions, the Responses API and Anthropic Messages (/v1/chat/completions,
+    /v1/responses, /v1/messages) go to UPSTREAM as chat completions, and every request and response is recorded as
+    model_request/model_response events of one rollout in the store."""
     import anyio
 
     from clawsdk._http import public_url
@@ -190,7 +214,57 @@ def proxy_command(upstream, upstream_key_env, host, port, token_env, task_spec, 
             _err(f"api key for clients (shown once): {tok}")
 
     anyio.run(lambda: run_proxy(upstream=upstream, upstream_key=os.environ.get(upstream_key_env), host=host,
-                                port=port, token=token, task=the_task, run_id=run_id, db=_db(db), on_ready=ready))
+                                port=port, token=token, task=the_task, run_id=run_id, db=_db(db), on_ready=ready,
+                                model=model, token_ids=token_ids, upstream_stream=False if whole else None))
+
+
+@click.group("models")
+def models_group():
+    """Model backends as servers for harnesses and your own agents."""
+
+
+@models_group.command("serve")
+@click.argument("model")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int, help="0 picks a free port.")
+@click.option("--token-env", default=None, metavar="VAR", help="Take the bearer token from this variable.")
+@click.option("--name", default=None, help="The model id clients see and ask for [default: the backend's].")
+@click.option("--backend-opt", "backend_opts", multiple=True, metavar="KEY=VALUE",
+              help="Option for the model backend (e.g. device=cpu, base_url=...).")
+def models_serve_command(model, host, port, token_env, name, backend_opts):
+    """Serve MODEL (BACKEND[:NAME]: embedded, transformers:PATH, openai:NAME, ...) as an OpenAI-compatible server:
+    /v1/chat/completions, /v1/responses and /v1/messages (Anthropic), streaming or not, with token ids and logprobs
+    where the backend gives them. Bound to loopback; every request needs the bearer token (or x-api-key)."""
+    import anyio
+
+    from clawsdk.cli.common import parse_options
+    from clawsdk.proxy import ModelProxy, ModelUpstream, serving
+    from clawsdk_plugins.agent_toolloop import resolve_model
+
+    token = _token_from_env(token_env) or secrets.token_urlsafe(32)
+    _exposure_warning(host, "the model")
+    try:
+        llm = resolve_model(model, **parse_options(backend_opts, "--backend-opt"))
+    except (ValueError, KeyError) as e:
+        raise click.ClickException(f"model {model!r}: {e}") from None
+    upstream = ModelUpstream(llm, name or llm.name)
+    app = ModelProxy(upstream)
+    app.register(None, token)  # served, not recorded
+
+    async def main() -> None:
+        with anyio.open_signal_receiver(2, 15) as signals:
+            async with serving(app, host, port) as url:
+                click.echo(json.dumps({"base_url": url + "/v1", "model": upstream.name,
+                                       "token": None if token_env else token}))
+                sys.stdout.flush()
+                _err(f"clawsdk models serve: {upstream.name} at {url}/v1 (chat completions, responses, messages)")
+                if not token_env:
+                    _err(f"api key for clients (shown once): {token}")
+                async for _ in signals:
+                    break
+        await llm.aclose()
+
+    anyio.run(main)
 
 
 @click.group("skills")
@@ -303,4 +377,5 @@ def skills_serve(name, workspace, use_http, host, port, token_env):
 def register_commands(register):
     register(serve_command)
     register(proxy_command)
+    register(models_group)
     register(skills_group)

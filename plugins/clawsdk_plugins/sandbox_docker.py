@@ -218,6 +218,8 @@ class DockerSandbox(IsolatedHostDirSandbox):
         # container of this process, so pooled containers serve any task
         for host_path, inside in toolruntime.current().mounts():
             volumes.setdefault(host_path, {"bind": inside, "mode": "ro"})
+        for path in o.ro_binds:  # what the run asked for read-only, at the same path (a CLI agent's install)
+            volumes.setdefault(path, {"bind": path, "mode": "ro"})
         files = f",nr_inodes={o.files}" if o.files else ""
         tmpfs = {"/tmp": f"size={o.tmp_mb or 512}m,mode=1777{files}", "/var/tmp": f"size=64m,mode=1777{files}",
                  "/run": "size=16m,mode=755"}

@@ -21,10 +21,10 @@ from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
-from clawsdk_plugins.openclaw.events import ToolEventRecorder
-from tests.asgi import request_body
+from clawsdk_plugins.cli_agent.events import ToolEventRecorder
+from tests.asgi import answered_models, request_body
 from tests.conftest import make_task
-from tests.openclaw.scripted_model import PlannedModel, tool_call
+from tests.cli_agent.scripted_model import PlannedModel, tool_call
 
 CLIENT = Path(__file__).with_name("scripted_client.py")
 TOOLS = [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object", "properties": {
@@ -47,7 +47,7 @@ class Upstream:
 
     async def __call__(self, scope, receive, send):
         body = await request_body(scope, receive, send)
-        if body is None:
+        if body is None or await answered_models(scope, send):
             return
         message = self.answers.pop(0) if self.answers else DONE
         data = json.dumps({"id": "cmpl", "object": "chat.completion", "model": "m", "choices": [

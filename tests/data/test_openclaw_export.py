@@ -13,7 +13,7 @@ from clawsdk.data.export import export_sft, load_rows
 from clawsdk.data.select import Selection, select
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from tests.openclaw.scripted_model import tool_call
+from tests.cli_agent.scripted_model import tool_call
 from tests.openclaw.test_openclaw_agent import EXAMPLE, _rollout, openclaw_home  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow

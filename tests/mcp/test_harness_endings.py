@@ -16,7 +16,7 @@ from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
-from tests.asgi import request_body
+from tests.asgi import answered_models, request_body
 from tests.conftest import make_task
 
 COMPLETION = {"id": "c", "object": "chat.completion", "model": "m", "usage": {"prompt_tokens": 1, "completion_tokens": 1},
@@ -32,7 +32,7 @@ class Upstream:
 
     async def __call__(self, scope, receive, send):
         body = await request_body(scope, receive, send)
-        if body is None:
+        if body is None or await answered_models(scope, send):
             return
         self.bodies.append(body)
         what = self.plan.pop(0) if self.plan else "ok"

@@ -20,7 +20,7 @@ from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
-from tests.asgi import request_body
+from tests.asgi import answered_models, request_body
 from tests.conftest import make_task
 
 
@@ -32,7 +32,7 @@ class SlowStream:
 
     async def __call__(self, scope, receive, send):
         body = await request_body(scope, receive, send)
-        if body is None:
+        if body is None or await answered_models(scope, send):
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         for i in range(self.n):
@@ -129,7 +129,7 @@ class DoneThenLinger:
 
     async def __call__(self, scope, receive, send):
         body = await request_body(scope, receive, send)
-        if body is None:
+        if body is None or await answered_models(scope, send):
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         for delta, finish in (({"role": "assistant", "content": "all of it"}, None), ({}, "stop")):
@@ -221,7 +221,7 @@ class SlowButHealthy:
 
     async def __call__(self, scope, receive, send):
         body = await request_body(scope, receive, send)
-        if body is None:
+        if body is None or await answered_models(scope, send):
             return
         await anyio.sleep(1.0)
         answer = {"id": "c", "object": "chat.completion", "model": "m",

@@ -16,7 +16,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk_plugins.agent_harness import HarnessAgent
 from tests.conftest import make_task
-from tests.asgi import request_body
+from tests.asgi import answered_models, request_body
 from tests.mcp.serve_proc import CLAWSDK, require_bwrap
 
 
@@ -35,7 +35,7 @@ class ScriptedUpstream:
 
     async def __call__(self, scope, receive, send):
         body = await request_body(scope, receive, send)
-        if body is None:
+        if body is None or await answered_models(scope, send):
             return
         req = json.loads(body)
         self.requests.append(({k.decode(): v.decode() for k, v in scope["headers"]}, req))
@@ -166,7 +166,7 @@ def test_proxy_refuses_unknown_keys_and_reports_a_dead_upstream():
 
 def test_show_prints_the_harness_command_not_exec_none(tmp_path, db):
     task = load_task(make_task(tmp_path, "shown"))
-    agent = HarnessAgent(command="echo done > done.txt", base_url="http://127.0.0.1:9/v1")
+    agent = HarnessAgent(command="echo done > done.txt", base_url="http://127.0.0.1:9/v1", check_url=False)
     result = anyio.run(lambda: run([task], agent=agent, db=db, run_id="h-show", sandbox="local"))
     (outcome,) = result.outcomes
     assert outcome.kind.value == "ok" and outcome.passed
@@ -179,7 +179,7 @@ def test_show_prints_the_harness_command_not_exec_none(tmp_path, db):
 def test_a_harness_the_sandbox_refuses_is_an_unscored_setup_failure(tmp_path, db):
     require_bwrap()  # bwrap isolates the network: the harness cannot reach its proxy from inside
     task = load_task(make_task(tmp_path, "refused"))
-    agent = HarnessAgent(command="echo done > done.txt", base_url="http://127.0.0.1:9/v1")
+    agent = HarnessAgent(command="echo done > done.txt", base_url="http://127.0.0.1:9/v1", check_url=False)
     result = anyio.run(lambda: run([task], agent=agent, db=db, run_id="h-refused", sandbox="bwrap", retries=0))
     (outcome,) = result.outcomes
     assert (outcome.kind.value, outcome.reward, outcome.passed) == ("sandbox_error", None, None)

@@ -18,7 +18,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.openclaw.agent import OpenClawAgent
 from clawsdk_plugins.openclaw.install import find_install, missing_message
-from tests.openclaw.scripted_model import PlannedModel, tool_call
+from tests.cli_agent.scripted_model import PlannedModel, tool_call
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "tasks" / "access-log-report"
@@ -102,6 +102,6 @@ def test_openclaw_on_a_clawgym_task_under_bwrap_reaches_the_proxy_and_leaves_no_
     assert results[0]["content"].split()[:2] == ["/root/.openclaw/workspace", "3"]  # the ClawGym path, inside
     assert _tool_events(events) == [("tool_call", "exec"), ("tool_result", "exec"), ("tool_call", "write"),
                                     ("tool_result", "write"), ("tool_call", "write"), ("tool_result", "write")]
-    cleaned = [e["payload"]["openclaw_cleaned"] for e in events if "openclaw_cleaned" in e["payload"]]
+    cleaned = [e["payload"]["cleaned"] for e in events if "cleaned" in e["payload"]]
     assert cleaned == [[".openclaw", "SOUL.md"]]
     assert row["n_tool_calls"] == 3

@@ -20,7 +20,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
 from clawsdk_plugins.openclaw.config import ALWAYS_DENIED, SERVER_TOOLS
 from clawsdk_plugins.openclaw.install import find_install, missing_message
-from tests.openclaw.scripted_model import PlannedModel, tool_call
+from tests.cli_agent.scripted_model import PlannedModel, tool_call
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "tasks" / "access-log-report"

@@ -15,10 +15,10 @@ from clawsdk.sandbox.base import Capabilities
 from clawsdk.tasks.model import Task, ToolPolicy
 from clawsdk_plugins.openclaw.agent import OpenClawAgent
 from clawsdk_plugins.openclaw.config import allowed_tools, openclaw_config
-from clawsdk_plugins.openclaw.events import ToolEventRecorder
+from clawsdk_plugins.cli_agent.events import ToolEventRecorder
 from clawsdk_plugins.sandbox_local import LocalSandbox
 from tests.conftest import make_task
-from tests.openclaw.scripted_model import tool_call
+from tests.cli_agent.scripted_model import tool_call
 
 
 def test_the_tasks_tools_and_policy_become_openclaws_allow_and_deny():
@@ -39,7 +39,7 @@ def test_the_tasks_tools_and_policy_become_openclaws_allow_and_deny():
 def test_tool_calls_in_the_model_traffic_become_ordered_tool_events():
     async def main():
         rec = Recorder(None, "r")
-        events = ToolEventRecorder(rec)
+        events = ToolEventRecorder(rec, who="OpenClaw")
         calls = tool_call(1, "write", {"path": "a.txt", "content": "x"})
         calls["tool_calls"].append(tool_call(2, "exec", {"command": "ls"})["tool_calls"][0])
         await events.record("model_request", {"messages": [{"role": "user", "content": "go"}]})
@@ -84,7 +84,7 @@ def _tool_traffic(rec):
 def test_results_pair_with_their_calls_by_id_whatever_order_openclaw_sends_them_in():
     async def main():
         rec = Recorder(None, "r", keep=True)
-        events = ToolEventRecorder(rec)
+        events = ToolEventRecorder(rec, who="OpenClaw")
         await events.record("model_request", {"messages": [{"role": "user", "content": "go"}]})
         await events.record("model_response", {"message": _two_calls()})
         turn = {**_two_calls(), "tool_calls": [{**c, "id": f"c{i}"} for i, c in enumerate(_two_calls()["tool_calls"])]}
@@ -103,7 +103,7 @@ def test_a_request_from_another_process_with_the_token_neither_answers_the_calls
 
     async def main():
         rec = Recorder(None, "r", keep=True)
-        events = ToolEventRecorder(rec)
+        events = ToolEventRecorder(rec, who="OpenClaw")
         history = [{"role": "user", "content": "go"}]
         await events.record("model_request", {"messages": history})
         await events.record("model_response", {"message": _two_calls()})
@@ -153,10 +153,10 @@ def test_a_sandbox_openclaw_cannot_run_in_is_refused_before_the_run(tmp_path, db
     monkeypatch.setitem(get_registry().tables["sandboxes"], "nonet", lambda cfg=None: NoNetSandbox(cfg))
     task = Task(id="t", instruction="Write done.txt")
     agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=str(fake_install))
-    with pytest.raises(ValueError, match="runs under --sandbox bwrap or local, not 'nonet'"):
+    with pytest.raises(ValueError, match="runs under --sandbox local, bwrap, docker, not 'nonet'"):
         anyio.run(lambda: run([task], agent=agent, db=db, run_id="n1", sandbox="nonet", retries=0))
     assert not db.exists()
-    with pytest.raises(SandboxError, match="runs under --sandbox bwrap or local, not 'nonet'"):
+    with pytest.raises(SandboxError, match="runs under --sandbox local, bwrap, docker, not 'nonet'"):
         agent._check_sandbox(NoNetSandbox(None))
 
 
@@ -166,7 +166,7 @@ def test_a_missing_install_stops_the_run_with_the_command_to_run(tmp_path, monke
     r = CliRunner().invoke(cli, ["run", str(task_dir), "--agent", "openclaw", "--model", "m", "--base-url",
                                  "http://127.0.0.1:9/v1", "--db", str(tmp_path / "s.db")])
     assert r.exit_code != 0
-    assert f"OpenClaw is not installed under {tmp_path / 'none'}: run `clawsdk openclaw install`" in r.output
+    assert f"openclaw is not installed under {tmp_path / 'none'}: run `clawsdk openclaw install`" in r.output
     assert "Traceback" not in r.output
     r = CliRunner().invoke(cli, ["openclaw", "where"])
     assert r.exit_code == 1 and "clawsdk openclaw install" in r.output
@@ -174,7 +174,8 @@ def test_a_missing_install_stops_the_run_with_the_command_to_run(tmp_path, monke
 
 def test_openclaw_failing_before_its_first_model_call_is_unscored(tmp_path, db, fake_install):
     task = Task(id="t", instruction="Write done.txt")
-    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=str(fake_install))  # node is an empty file
+    agent = OpenClawAgent(model="m", base_url="http://127.0.0.1:9/v1", home=str(fake_install),  # node: an empty file
+                          check_url=False)
     (outcome,) = anyio.run(lambda: run([task], agent=agent, db=db, run_id="b1", sandbox="local", retries=0)).outcomes
     assert outcome.kind.value == "sandbox_error" and outcome.reward is None
     assert "OpenClaw failed before its first model call (exit 126)" in outcome.error
@@ -230,7 +231,7 @@ def test_an_answer_openclaw_drops_leaves_no_call_waiting_and_the_next_turn_is_re
 
     async def main():
         rec = Recorder(None, "r", keep=True)
-        events = ToolEventRecorder(rec)
+        events = ToolEventRecorder(rec, who="OpenClaw")
         go = [{"role": "user", "content": "go"}]
         await events.record("model_request", {"messages": go})
         await events.record("model_response", {"message": tool_call(1, "read", {"path": "a"}),

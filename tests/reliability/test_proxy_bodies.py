@@ -10,7 +10,7 @@ import anyio
 import httpx2
 import pytest
 
-from clawsdk.proxy import model_proxy as proxy_module
+from clawsdk.proxy import core as proxy_module
 from clawsdk._http import public_url
 from clawsdk.proxy import ModelProxy, serving
 from clawsdk.runtime.recorder import Recorder

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clawsdk.tasks.policy import tool_allowed
 from clawsdk.tasks.model import Task
+from clawsdk.tasks.policy import tool_allowed
 
 PROVIDER = "clawsdk"
 

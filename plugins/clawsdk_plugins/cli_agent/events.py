@@ -1,19 +1,20 @@
-"""OpenClaw's tool calls as the rollout's own tool_call / tool_result events, read off its model traffic.
+"""A CLI agent's tool calls as the rollout's own tool_call / tool_result events, read off its model traffic.
 
-OpenClaw runs its tools itself, inside the sandbox; clawsdk sees only the model calls through the
-recording proxy. Those carry everything: an answer's `tool_calls` are the calls, and a later
-request that holds that assistant turn holds their results, as `tool` messages naming the calls'
-ids (OpenClaw rewrites ids, e.g. `call_9` to `call9`, so an id is read off the assistant turn as
-OpenClaw sent it back, by position). So the proxy records through a `ToolEventRecorder`, which
+A CLI agent (OpenClaw, Claude Code, Codex) runs its tools itself, inside the sandbox; clawsdk sees only the
+model calls through the recording proxy, each in the chat shape whatever protocol the agent speaks. Those
+carry everything: an answer's `tool_calls` are the calls, and a later request that holds that assistant turn
+holds their results, as `tool` messages naming the calls' ids (OpenClaw rewrites ids, e.g. `call_9` to
+`call9`, so an id is read off the assistant turn as the agent sent it back, by position). So the proxy
+records through a `ToolEventRecorder`, which
 writes a `tool_call` event after each answer that makes calls and the matching `tool_result`
 events (each with `call`, its call's seq) before the next request, the order the built-in
 agent's events have. n_tool_calls, selection, SFT export and the TUI then treat the rollout like
 any other.
 
-OpenClaw's every request holds the whole conversation so far. One that does not hold the pending
+The agent's every request holds the whole conversation so far. One that does not hold the pending
 calls' assistant turn was sent by some other process with the token (a script the agent ran that
-read OpenClaw's config): it resolves nothing, the calls its answer makes are nobody's and are not
-recorded as the agent's, and the pending calls wait for OpenClaw's own next request.
+read the agent's config): it resolves nothing, the calls its answer makes are nobody's and are not
+recorded as the agent's, and the pending calls wait for the agent's own next request.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ from __future__ import annotations
 import contextvars
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from clawsdk.proxy.wire import parse_arguments
 
 if TYPE_CHECKING:
     from clawsdk.runtime.recorder import Recorder
 
 #: whether the request this proxy task is answering carries the pending calls' turn (each request is
 #: its own task, so its answer reads what its request set, whatever other requests came between)
-_ON_CHAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("openclaw_on_chain", default=True)
+_ON_CHAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("harness_on_chain", default=True)
 
-#: OpenClaw's text for a failed tool (its tool messages carry no error flag)
+#: how a failed tool's result starts where the protocol carries no error flag (OpenClaw's text)
 ERROR_PREFIXES = ("error:", "error ", "tool error", "failed:", "command failed", "validation failed")
 
 
@@ -42,30 +46,26 @@ def _text(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
-def _args(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError:
-            return {"_raw": raw}  # what the model sent, kept as it was
-    return raw or {}
-
-
 class ToolEventRecorder:
-    """Records like `recorder`, adding the tool events OpenClaw's model traffic implies.
+    """Records like `recorder`, adding the tool events the agent's model traffic implies.
 
-    `first_request_at` is when OpenClaw's first model request came: its boot is over by then.
+    `first_request_at` is when the agent's first model request came: its boot is over by then. `who` names
+    the agent in the results it never sent back; `failed(text)` says whether a result with no error flag
+    (Anthropic's `is_error`) is a failure.
     """
 
-    def __init__(self, recorder: Recorder):
+    def __init__(self, recorder: Recorder, *, who: str = "the agent",
+                 failed: Callable[[str], bool] | None = None):
         self.inner = recorder
+        self.who = who
+        self.failed = failed or (lambda text: text.strip().lower().startswith(ERROR_PREFIXES))
         self.pending: list[dict[str, Any]] = []  # calls of the last answer, results not yet seen
-        self.last_own: list[Any] = []  # the messages of OpenClaw's last own request
+        self.last_own: list[Any] = []  # the messages of the agent's last own request
         self.called_at = 0.0
         self.first_request_at: float | None = None
 
     def agents_own(self) -> bool:
-        """Whether the request being answered (in this task) is OpenClaw's own: the proxy asks before it lets
+        """Whether the request being answered (in this task) is the agent's own: the proxy asks before it lets
         an upstream failure count as the model server's (ModelProxy.last_failed)."""
         return _ON_CHAIN.get()
 
@@ -89,19 +89,19 @@ class ToolEventRecorder:
         seq = await self.inner.record(kind, payload, duration_ms=duration_ms)
         if kind == "model_response":
             if _ON_CHAIN.get():
-                # an answer that ended in an error carries calls that were never made: OpenClaw drops
+                # an answer that ended in an error carries calls that were never made: the agent drops
                 # that turn from the history it sends next (so the calls would wait for it forever)
                 if "error" not in payload:
                     await self._calls(payload.get("message") or {})
             else:
-                await self.inner.record("note", {"openclaw": "a model request without the pending calls' turn "
-                                                              "(not OpenClaw's own): its answer's calls are not recorded"})
+                await self.inner.record("note", {"harness": f"a model request without the pending calls' turn (not "
+                                                             f"{self.who}'s own): its answer's calls are not recorded"})
         return seq
 
     async def _calls(self, message: dict[str, Any]) -> None:
         for tc in message.get("tool_calls") or []:
             fn = tc.get("function") or {}
-            call = {"tool": fn.get("name") or "", "args": _args(fn.get("arguments"))}
+            call = {"tool": fn.get("name") or "", "args": parse_arguments(fn.get("arguments"))}
             seq = await self.inner.record("tool_call", call)
             self.pending.append({**call, "seq": seq})
         self.called_at = time.monotonic()
@@ -126,10 +126,10 @@ class ToolEventRecorder:
             n = len(self.last_own)
             if not n or messages[:n] != self.last_own or any(m.get("role") == "assistant" for m in messages[n:]):
                 return False
-            # OpenClaw's last request again, with no turn after it (it may add context): it dropped the answer
+            # the agent's last request again, with no turn after it (it may add context): it dropped the answer
             for call in self.pending:
                 await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": True,
-                                                        "content": "(OpenClaw dropped this answer: not run)"})
+                                                        "content": f"({self.who} dropped this answer: not run)"})
             self.pending = []
             return True
         ids = [tc.get("id") for tc in messages[at]["tool_calls"]]
@@ -147,17 +147,18 @@ class ToolEventRecorder:
         for i, call in enumerate(self.pending):
             if i in results:
                 text = _text(results[i].get("content"))
-                error = text.strip().lower().startswith(ERROR_PREFIXES)
+                flag = results[i].get("is_error")
+                error = flag if isinstance(flag, bool) else self.failed(text)
             else:
-                text, error = "(OpenClaw sent the model no result for this call)", True
+                text, error = f"({self.who} sent the model no result for this call)", True
             await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": error,
                                                     "content": text}, duration_ms=took)
         self.pending = []
         return True
 
     async def flush(self) -> None:
-        """Calls whose results never came back to the model (OpenClaw stopped or was stopped)."""
+        """Calls whose results never came back to the model (the agent stopped or was stopped)."""
         for call in self.pending:
             await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": True,
-                                                    "content": "(OpenClaw ended before returning this result)"})
+                                                    "content": f"({self.who} ended before returning this result)"})
         self.pending = []
