@@ -206,11 +206,15 @@ def _claimed_stdin():
         os.close(private)
 
 
-async def serve_stdio(config: ServeConfig) -> RolloutHost:
+async def serve_stdio(config: ServeConfig, *, proxy_host: str = "127.0.0.1", proxy_port: int = 0,
+                      token: str | None = None, on_proxy: Callable[[str, str], None] | None = None) -> RolloutHost:
     """Serve one MCP session over this process's stdin/stdout; returns once its rollout is recorded.
 
-    SIGTERM/SIGINT end the session as `cancelled` and the run as `interrupted`, never left `running`. A store
-    that fails ends it too: the run is settled `failed` and StoreError is raised."""
+    With `config.upstream`, the rollout's model calls are recorded too: the recording proxy listens on
+    http://PROXY_HOST:PROXY_PORT/v1 (loopback, a bearer token), told to `on_proxy(base_url, token)`, so an
+    agent whose MCP client speaks stdio is recorded whole by one command. SIGTERM/SIGINT end the session as
+    `cancelled` and the run as `interrupted`, never left `running`. A store that fails ends it too: the run is
+    settled `failed` and StoreError is raised."""
     from mcp.server.stdio import stdio_server
 
     async with hosting(config) as host:
@@ -219,9 +223,24 @@ async def serve_stdio(config: ServeConfig) -> RolloutHost:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(stop_on_signal, host, tg.cancel_scope.cancel)
                 tg.start_soon(stop_on_store_failure, host, tg.cancel_scope.cancel)
+                uv = None
+                if config.upstream:
+                    token = token or secrets.token_urlsafe(32)
+                    sock = bind(proxy_host, proxy_port)
+                    uv = uvicorn_server(_served_proxy(host, config, token), lifespan="off",
+                                        timeout_graceful_shutdown=5)
+                    tg.start_soon(lambda: uv.serve(sockets=[sock]))
+                    if on_proxy is not None:
+                        url_host = f"[{proxy_host}]" if ":" in proxy_host else proxy_host
+                        on_proxy(f"http://{url_host}:{sock.getsockname()[1]}/v1", token)
                 async with stdio_server(stdin=lines) as (read, write):
                     lines.answer_through(write)  # lines that are no message are answered with an error
                     await server.run(read, write, server.create_initialization_options())
+                if uv is not None:
+                    host.stop()
+                    await host.wait_recorded()
+                    uv.should_exit = True
+                    await anyio.sleep(0.2)
                 tg.cancel_scope.cancel()
     return host
 

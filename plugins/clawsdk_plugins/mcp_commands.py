@@ -78,7 +78,9 @@ def _local_warning(chosen: bool) -> str:
 @click.argument("task")
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind (loopback by default).")
-@click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port (0 picks a free one).")
+@click.option("--port", default=None, type=int,
+              help="HTTP: port [default 8765]; stdio with --upstream: the model proxy's [default: a free one]. 0 "
+                   "picks a free one.")
 @click.option("--token-env", default=None, metavar="VAR",
               help="HTTP: take the bearer token from this environment variable instead of a fresh one.")
 @click.option("--sandbox", "-s", default="auto", show_default=True,
@@ -92,8 +94,9 @@ def _local_warning(chosen: bool) -> str:
                    "once they have ended (stdio always serves one).")
 @click.option("--reveal-verdict", is_flag=True, help="Tell the agent its score when it calls finish.")
 @click.option("--upstream", default=None, metavar="URL",
-              help="HTTP: also be the rollouts' recording model proxy (/v1/chat/completions, /v1/responses, "
-                   "/v1/messages on the same port and token) in front of this OpenAI-compatible base URL.")
+              help="Also be the rollouts' recording model proxy (/v1/chat/completions, /v1/responses, /v1/messages) "
+                   "in front of this OpenAI-compatible base URL: over HTTP on the same port and token; over stdio "
+                   "on a loopback port of its own, its base URL and token said on stderr.")
 @click.option("--upstream-key-env", default="OPENAI_API_KEY", show_default=True, metavar="VAR",
               help="With --upstream: the variable holding the upstream's API key.")
 @click.option("--run-id", default=None, help="Record the sessions under this run id [default: serve-...].")
@@ -116,8 +119,6 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
 
-    if upstream and not use_http:
-        raise click.UsageError("--upstream serves the model protocols over HTTP: add --http")
     the_task = _one_task(task)
     backend = choose_sandbox(sandbox)
     store = Path(db) if db else (_db(None) if use_http else default_stdio_db())
@@ -138,7 +139,15 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     if not use_http:
         _err(f"clawsdk serve: task {the_task.id} over stdio, sandbox {backend}; run {config.run_id}, "
              f"store {config.db}")
-        host_obj = _serve(anyio.run, serve_stdio, config)
+        token = _token_from_env(token_env) if upstream else None
+
+        def proxy_ready(base_url: str, tok: str) -> None:  # stdout is the MCP wire: said on stderr
+            _err(f"model base URL of this session's rollout: {base_url}")
+            if not token_env:
+                _err(f"its bearer token (shown once): {tok}")
+
+        host_obj = _serve(anyio.run, lambda: serve_stdio(config, proxy_port=port or 0, token=token,
+                                                         on_proxy=proxy_ready))
         for live in host_obj.finished:
             v = live.verdict
             _err(f"rollout {live.id}: {live.kind.value}, ended by {live.end_reason}"
@@ -163,7 +172,8 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
         _err(f"for agents that ignore MCP server instructions, send: {message}")
         _err(f"recording run {config.run_id} in {config.db}; Ctrl-C to stop")
 
-    host_obj = _serve(anyio.run, lambda: serve_http(config, host=host, port=port, token=token, on_ready=ready))
+    http_port = 8765 if port is None else port
+    host_obj = _serve(anyio.run, lambda: serve_http(config, host=host, port=http_port, token=token, on_ready=ready))
     if host_obj.interrupted:
         raise SystemExit(130)
 

@@ -78,3 +78,57 @@ def test_a_served_rollout_without_its_model_calls_exports_no_made_up_system_prom
     (kept,) = result.kept
     assert row["agent"].startswith("mcp:") and kept.trajectory.source == "tools"
     assert [m["role"] for m in kept.trajectory.messages][:2] == ["user", "assistant"]  # no system prompt
+
+
+def test_over_stdio_one_command_records_a_host_agent_whole(tmp_path, db):
+    """`clawsdk serve TASK --upstream URL` over stdio: the MCP wire is stdout, so the proxy listens on a loopback
+    port of its own and says where on stderr; the agent's model calls and tool calls are one rollout."""
+    import os
+    import re
+    import sys
+    from pathlib import Path
+
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    task_dir = make_task(tmp_path, "t1")
+    model = PlannedModel([WRITE], final="All done.")
+    log = tmp_path / "serve.log"
+
+    async def main():
+        async with serving(model) as up:
+            params = StdioServerParameters(
+                command=str(Path(sys.executable).with_name("clawsdk")),
+                args=["serve", str(task_dir), "--sandbox", "local", "--run-id", "host", "--db", str(db),
+                      "--upstream", up + "/v1"], env=dict(os.environ))
+            with log.open("w") as errlog:
+                async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                    with anyio.fail_after(60):
+                        while "its bearer token" not in log.read_text():
+                            await anyio.sleep(0.1)
+                    said = log.read_text()
+                    base = re.search(r"model base URL of this session's rollout: (\S+)", said).group(1)
+                    token = re.search(r"its bearer token \(shown once\): (\S+)", said).group(1)
+                    assert base.startswith("http://127.0.0.1:") and base.endswith("/v1")
+                    async with httpx2.AsyncClient(timeout=60, headers={"authorization": f"Bearer {token}"}) as h:
+                        async def ask(messages):
+                            r = await h.post(base + "/chat/completions", json={"model": "m", "messages": messages})
+                            assert r.status_code == 200, r.text
+                            return r.json()["choices"][0]["message"]
+
+                        history = [SYSTEM, {"role": "user", "content": "Write done.txt containing done."}]
+                        answer = await ask(history)
+                        result = await client.call_tool("write", {"path": "done.txt", "content": "done\n"})
+                        history += [answer, {"role": "tool", "tool_call_id": "call_1",
+                                             "content": result.content[0].text}]
+                        await ask(history)
+                        assert (await httpx2.AsyncClient().post(base + "/chat/completions", json={})).status_code == 401
+                        await client.call_tool("finish", {"summary": "done"})
+
+    anyio.run(main)
+    with Store(db) as s:
+        (row,) = s.rollouts("host")
+        kinds = [e["kind"] for e in s.events(row["id"]) if e["kind"] in ("model_request", "model_response",
+                                                                            "tool_call", "tool_result")]
+    assert kinds == ["model_request", "model_response", "tool_call", "tool_result", "model_request", "model_response"]
+    assert (row["failure_kind"], row["reward"], row["n_model_calls"]) == ("ok", 1.0, 2)
