@@ -24,13 +24,16 @@ import anyio
 from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.agent import Agent
+from clawsdk.runtime.concurrency import (AUTO, DEFAULT_CEILING, Controller, HostSampler, Slots, WorkQueue,
+                                         fd_ceiling, listen_model_status, parse_concurrency, vllm_queue_probe)
+from clawsdk.runtime.control import ControlError, Steering, serve_control, socket_path
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.runtime.ids import new_run_id, rollout_id
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle
-from clawsdk.sandbox.hostdir import check_root
+from clawsdk.sandbox.hostdir import check_root, workspace_root
 from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task
@@ -61,6 +64,7 @@ class RunResult:
     retried: int = 0  # left unscored by an earlier invocation and run again (retry_unscored)
     task_errors: list[TaskFormatError] = field(default_factory=list)
     interrupted: bool = False
+    cancelled_by: str | None = None  # who cancelled it through its control channel
 
 
 class RunConflict(ClawError):
@@ -103,7 +107,8 @@ async def run(
     sandbox: str = "auto",
     sandbox_config: SandboxConfig | None = None,
     samples: int = 1,
-    concurrency: int = 8,
+    concurrency: int | str = "auto",
+    max_concurrency: int | None = None,
     run_id: str | None = None,
     db: str | os.PathLike | None = None,
     retries: int = 2,
@@ -114,15 +119,24 @@ async def run(
     executor: str | Executor = "local",
     executor_options: dict[str, Any] | None = None,
     retry_unscored: bool = False,
+    control: bool = True,
 ) -> RunResult:
     """Run `samples` rollouts of every task and record them in the store at `db`.
 
     `sandbox="auto"` is bwrap where bubblewrap works, else local (no isolation). Rerunning a run id
     resumes it: finished samples are kept; with `retry_unscored`, those that ended unscored (the model
     server, the sandbox or the verifier failed) are run again, as a next attempt.
+
+    `concurrency="auto"` lets the controller (clawsdk/runtime/concurrency.py) find the level, up to
+    `max_concurrency`; a number fixes it. With `control`, the run listens on its control channel
+    (clawsdk/runtime/control.py: `clawsdk ctl`, the TUI) while it goes on.
     """
-    if samples < 1 or concurrency < 1:
-        raise ValueError("samples and concurrency must be at least 1")
+    concurrency = parse_concurrency(concurrency)
+    if samples < 1:
+        raise ValueError("samples must be at least 1")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1")
+    auto = concurrency == AUTO
     registry = get_registry()
     the_agent = _load_agent(agent, agent_options or {})
     cfg = sandbox_config or SandboxConfig()
@@ -137,7 +151,7 @@ async def run(
     if isinstance(executor, str):
         options = dict(executor_options or {})
         if executor == "local":
-            options.setdefault("verifier_concurrency", concurrency)
+            options.setdefault("verifier_concurrency", max_concurrency or DEFAULT_CEILING if auto else concurrency)
         executor = _build(registry.get("executors", executor), options, f"executor {executor!r}", "--executor-opt")
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
@@ -154,7 +168,8 @@ async def run(
     run_tasks = {**(before.get("tasks") or {}), **{t.id: t.hash for t in tasks}}  # task id -> hash
     run_samples = max(samples, int(before.get("samples") or 0))
     by_category = {t.id: t.category for t in tasks}
-    sandbox_slots = anyio.CapacityLimiter(concurrency)
+    work = WorkQueue(plan)
+    slots = Slots(1 if auto else concurrency)
     agent_by_name = agent if isinstance(agent, str) else None
     started: list[str] = []  # every rollout this invocation started: it must end them all
     failure: BaseException | None = None
@@ -166,6 +181,7 @@ async def run(
                              samples=run_samples, config={
                                  "agent": agent_name, "agent_options": recorded(agent_options), "sandbox": sandbox,
                                  "samples": run_samples, "concurrency": concurrency, "retries": retries,
+                                 **({"max_concurrency": max_concurrency} if max_concurrency else {}),
                                  "tasks": dict(sorted(run_tasks.items())),
                                  # what progress counts against (`clawsdk watch`)
                                  "planned": len(run_tasks) * run_samples})
@@ -175,16 +191,35 @@ async def run(
                 await writer.put("record_task_error", run_id=run_id, path=err.path, field=err.field,
                                  task_id=err.task_id, message=err.message)
 
+            async def record_control(**row: Any) -> None:
+                await writer.put("record_run_control", run_id=run_id, level=slots.level, paused=slots.paused, **row)
+
+            controller = None
+            if auto:
+                controller = Controller(
+                    slots, ceiling=min(max_concurrency or DEFAULT_CEILING, fd_ceiling(), max(1, len(plan))),
+                    sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
+                    queue_probe=_model_queue_probe(agent_options),
+                    on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
+                                                         reason=d.reason, detail=d.detail))
+                await record_control(source="controller", actor="auto", action="start", reason=controller.reason,
+                                     detail={"ceiling": controller.ceiling})
+
             async def one(task: Task, sample: int) -> None:
                 rid = rollout_id(run_id, task.id, sample)
                 attempt = attempts.get(rid, -1)
-                async with sandbox_slots:
+                try:
                     started.append(rid)
                     for retry in range(retries + 1):
+                        if retry:  # paused: no new attempt either
+                            await slots.wait_unpaused()
                         attempt += 1
                         await record_start(writer, rollout_id=rid, run_id=run_id, task=task, sample=sample,
                                            attempt=attempt, agent=agent_name, model=getattr(the_agent, "model", None))
                         recorder = Recorder(writer, rid, attempt)
+                        recorder.gate = slots
+                        if controller is not None:
+                            recorder.observe = controller.observe
 
                         async def cancelled() -> None:
                             await record_cancelled(writer, rid, attempt, recorder)
@@ -199,6 +234,8 @@ async def run(
                             raise
                         last = retry == retries or not res.kind.retryable or not res.retryable
                         verdict = res.verdict
+                        if controller is not None:
+                            controller.rollout_finished(res.kind.value, res.duration_s)
                         await record_ending(writer, rid, attempt, res, last=last)
                         if last:
                             break
@@ -208,6 +245,9 @@ async def run(
                         except BaseException:
                             await cancelled()
                             raise
+                finally:
+                    slots.give()
+                    work.done()
                 outcome = RolloutOutcome(
                     rollout_id=rid, task_id=task.id, sample=sample, kind=res.kind,
                     reward=verdict.score if verdict and res.kind.scored else None,
@@ -219,14 +259,47 @@ async def run(
                 if on_rollout is not None:
                     on_rollout(outcome)
 
+            async def requeue() -> int:
+                items = await anyio.to_thread.run_sync(_unscored, db_path, run_id, {t.id: t for t in tasks})
+                for rid, item in items:
+                    if rid not in attempts:
+                        attempts[rid] = item[2]
+                    else:
+                        attempts[rid] = max(attempts[rid], item[2])
+                    work.put(item[:2])
+                result.retried += len(items)
+                return len(items)
+
             async with anyio.create_task_group() as outer:
                 if handle_signals:
                     outer.start_soon(_cancel_on_signal, outer.cancel_scope, result)
                 outer.start_soon(_cancel_on_store_failure, outer.cancel_scope, writer)
-                async with anyio.create_task_group() as rollouts:
-                    for task, sample in plan:
-                        rollouts.start_soon(one, task, sample)
-                outer.cancel_scope.cancel()  # all done: stop watching for signals and the writer
+
+                def cancel(who: str) -> None:
+                    result.interrupted = True
+                    result.cancelled_by = who
+                    outer.cancel_scope.cancel()
+
+                steering = Steering(run_id, slots, controller, record=record_control, cancel=cancel,
+                                    requeue=requeue, verifiers=getattr(executor, "verifier_slots", None))
+                if control:
+                    await _open_control(outer, db_path, run_id, steering)
+                if controller is not None:
+                    outer.start_soon(controller.run)
+                stop_listening = listen_model_status(controller.model_status) if controller else None
+                try:
+                    async with anyio.create_task_group() as rollouts:
+                        async for task, sample in work:
+                            try:
+                                await slots.take()
+                            except BaseException:
+                                work.done()
+                                raise
+                            rollouts.start_soon(one, task, sample)
+                finally:
+                    if stop_listening is not None:
+                        stop_listening()
+                outer.cancel_scope.cancel()  # all done: stop watching for signals, the writer and the channel
     except BaseException as e:  # noqa: BLE001 - every ending is settled below; cancellation is re-raised there
         failure = e
     finally:
@@ -254,6 +327,35 @@ async def run(
     return result
 
 
+async def _open_control(tg: anyio.abc.TaskGroup, db_path: Path, run_id: str, steering: Steering) -> None:
+    """The run's control channel (`clawsdk ctl`); a run that cannot open one goes on without it, and says so."""
+    try:
+        await tg.start(serve_control, socket_path(db_path, run_id), db_path, steering.handle)
+    except (ControlError, OSError) as e:
+        log.warning("run %s goes on without its control channel (clawsdk ctl): %s", run_id, e)
+
+
+def _model_queue_probe(agent_options: dict[str, Any] | None) -> Callable[[], float | None] | None:
+    base_url = (agent_options or {}).get("base_url")
+    return vllm_queue_probe(base_url) if isinstance(base_url, str) else None
+
+
+def _unscored(db_path: Path, run_id: str, tasks: dict[str, Task]) -> list[tuple[str, tuple[Task, int, int]]]:
+    """The rollouts of `run_id` that finished unscored, as (rollout id, (task, sample, last attempt)); a task
+    this invocation did not load comes from the store."""
+    out = []
+    with Store(db_path, readonly=True) as store:
+        rows = store.query("SELECT id, task_id, task_hash, sample, attempt FROM rollouts WHERE run_id = ? "
+                           "AND status = 'finished' AND NOT scored ORDER BY task_id, sample", [run_id])
+        for r in rows:
+            task = tasks.get(r["task_id"])
+            if task is None or task.hash != r["task_hash"]:
+                task = store.task(r["task_hash"])
+            if task is not None:
+                out.append((r["id"], (task, r["sample"], r["attempt"])))
+    return out
+
+
 async def _cancel_on_store_failure(scope: anyio.CancelScope, writer: StoreWriter) -> None:
     await writer.failed.wait()
     scope.cancel()  # nothing more would be recorded: stop rather than run rollouts nobody can see
@@ -268,8 +370,12 @@ def _ending(result: RunResult, failure: BaseException | None, writer: StoreWrite
         leaf = first_leaf(failure)
         if isinstance(leaf, Exception):
             return "failed", f"{type(leaf).__name__}: {_short(leaf)}"
+        if result.cancelled_by:
+            return "interrupted", f"cancelled by {result.cancelled_by}"
         return "interrupted", "cancelled" if not isinstance(leaf, KeyboardInterrupt) else "interrupted (Ctrl-C)"
     if result.interrupted:
+        if result.cancelled_by:
+            return "interrupted", f"cancelled by {result.cancelled_by}"
         return "interrupted", "interrupted by a signal"
     return "finished", None
 
