@@ -27,6 +27,7 @@ import anyio
 
 from clawsdk._http import no_json_constant, public_url
 from clawsdk.models.completion import MalformedAnswer, capped, read_completion
+from clawsdk.runtime.concurrency import report_model_status
 
 if TYPE_CHECKING:
     from clawsdk.runtime.recorder import Recorder
@@ -311,6 +312,7 @@ class ModelProxy:
                     r = await client.post(f"{self.upstream}/chat/completions", content=data,
                                           headers=self._upstream_headers())
                     status = r.status_code
+                    report_model_status(status)  # -c auto counts 429/503 of harness agents' models too
                     try:
                         answer = r.json()
                     except ValueError:
@@ -329,6 +331,7 @@ class ModelProxy:
                     return await _json(send, status, answer)
                 async with client.stream("POST", f"{self.upstream}/chat/completions", content=data,
                                          headers=self._upstream_headers()) as r:
+                    report_model_status(r.status_code)
                     await send({"type": "http.response.start", "status": r.status_code,
                                 "headers": [(b"content-type", r.headers.get("content-type", "text/event-stream").encode()),
                                             (b"cache-control", b"no-cache")]})

@@ -258,7 +258,8 @@ class Controller:
     def __init__(self, slots: Slots, *, ceiling: int = DEFAULT_CEILING, floor: int = 1, initial: int | None = None,
                  interval: float = 0.5, sampler: HostSampler | None = None,
                  on_decision: Callable[[Decision], Any] | None = None, clock: Callable[[], float] = time.monotonic,
-                 backlog: Callable[[], int] | None = None, queue_probe: Callable[[], float | None] | None = None):
+                 backlog: Callable[[], int] | None = None, queue_probe: Callable[[], float | None] | None = None,
+                 fixed: int | None = None):
         self.slots = slots
         self.ceiling = max(1, ceiling)
         self.floor = max(1, min(floor, self.ceiling))
@@ -268,11 +269,11 @@ class Controller:
         self.clock = clock
         self.backlog = backlog or (lambda: 1)  # rollouts waiting for a slot (the run's queue)
         self.queue_probe = queue_probe
-        self.fixed = False  # an operator set the level: the controller only watches
+        self.fixed = fixed is not None  # a fixed -c, or an operator set the level: the controller only watches
         start = initial if initial is not None else min(self.ceiling, max(4, 2 * self.sampler.cpus))
-        slots.level = max(self.floor, min(self.ceiling, start))
+        slots.level = fixed if fixed is not None else max(self.floor, min(self.ceiling, start))
         self.phase = "start"
-        self.reason = f"starting at {slots.level}"
+        self.reason = f"fixed at {fixed} (-c {fixed})" if fixed is not None else f"starting at {slots.level}"
         # observations since the last tick
         self._model_ms: list[float] = []
         self._overloaded = 0
@@ -520,9 +521,8 @@ class Controller:
         return min(2.0, max(self.interval, 1.5 * (self.start_base_ms or 0.0) / 1000))
 
     def _lookback_s(self) -> float:
-        """How long ago the rollouts that now show a cost were let in: a sandbox start and a model call."""
-        recent = statistics.median(self._model_recent) if self._model_recent else 0.0
-        return self.interval + ((self.start_base_ms or 0.0) + min(recent, 4 * (self.model_base_ms or recent))) / 1000
+        """How long a raise takes to show its cost: an interval, a sandbox start and an unloaded model call."""
+        return self.interval + ((self.start_base_ms or 0.0) + (self.model_base_ms or 0.0)) / 1000
 
     def _level_at(self, t: float) -> int:
         level = self._levels[0][1]

@@ -108,20 +108,28 @@ async def serve_control(path: Path, store_file: Path, handler: Handler, *,
         raise ControlError(f"could not give the control socket {path} the store's permissions: {e}") from e
 
     async def one(stream: SocketStream) -> None:
+        # shielded: a request that cancels the run (which ends this listener) still gets its answer
+        with anyio.CancelScope(shield=True):
+            await answer(stream)
+
+    async def answer(stream: SocketStream) -> None:
         async with stream:
             try:
-                line = await _read_line(stream)
+                try:
+                    line = await _read_line(stream)
+                except (anyio.EndOfStream, anyio.BrokenResourceError, TimeoutError):
+                    return  # connected and left (a liveness probe), or said nothing in time
                 request = json.loads(line)
                 if not isinstance(request, dict):
                     raise ValueError("a request is a JSON object")
-                answer = await handler(request, _peer(stream, str(request.get("by") or "")))
+                reply = await handler(request, _peer(stream, str(request.get("by") or "")))
             except (ValueError, ControlError) as e:
-                answer = {"ok": False, "error": str(e)}
+                reply = {"ok": False, "error": str(e)}
             except Exception as e:  # noqa: BLE001 - one bad request must not stop the channel
                 log.exception("control request failed")
-                answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             try:
-                await stream.send((json.dumps(answer, default=str) + "\n").encode())
+                await stream.send((json.dumps(reply, default=str) + "\n").encode())
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass
 

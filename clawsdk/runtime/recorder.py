@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -84,9 +85,16 @@ class Recorder:
 
     async def wait_unpaused(self) -> None:
         """Wait while the run is paused, and give the agent's clock the time back: a pause is not the agent's."""
-        waited = await self.gate.wait_unpaused()
-        if waited and self.agent_scope is not None:
-            self.agent_scope.deadline += waited
+        scope = self.agent_scope
+        if scope is None:
+            await self.gate.wait_unpaused()
+            return
+        deadline, scope.deadline = scope.deadline, math.inf  # the agent's clock stands still while it waits
+        paused_at = anyio.current_time()
+        try:
+            await self.gate.wait_unpaused()
+        finally:
+            scope.deadline = deadline + (anyio.current_time() - paused_at)
 
     async def record_rows(self, rows: list[tuple]) -> None:
         """Events recorded elsewhere (store rows from a Ray worker's recorder), as one batch.

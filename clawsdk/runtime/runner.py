@@ -194,14 +194,14 @@ async def run(
             async def record_control(**row: Any) -> None:
                 await writer.put("record_run_control", run_id=run_id, level=slots.level, paused=slots.paused, **row)
 
-            controller = None
+            # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto` wakes it
+            controller = Controller(
+                slots, ceiling=min(max_concurrency or DEFAULT_CEILING, fd_ceiling(), max(1, len(plan))),
+                sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
+                queue_probe=_model_queue_probe(agent_options), fixed=None if auto else concurrency,
+                on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
+                                                     reason=d.reason, detail=d.detail))
             if auto:
-                controller = Controller(
-                    slots, ceiling=min(max_concurrency or DEFAULT_CEILING, fd_ceiling(), max(1, len(plan))),
-                    sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
-                    queue_probe=_model_queue_probe(agent_options),
-                    on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
-                                                         reason=d.reason, detail=d.detail))
                 await record_control(source="controller", actor="auto", action="start", reason=controller.reason,
                                      detail={"ceiling": controller.ceiling})
 
@@ -218,8 +218,7 @@ async def run(
                                            attempt=attempt, agent=agent_name, model=getattr(the_agent, "model", None))
                         recorder = Recorder(writer, rid, attempt)
                         recorder.gate = slots
-                        if controller is not None:
-                            recorder.observe = controller.observe
+                        recorder.observe = controller.observe
 
                         async def cancelled() -> None:
                             await record_cancelled(writer, rid, attempt, recorder)
@@ -234,8 +233,7 @@ async def run(
                             raise
                         last = retry == retries or not res.kind.retryable or not res.retryable
                         verdict = res.verdict
-                        if controller is not None:
-                            controller.rollout_finished(res.kind.value, res.duration_s)
+                        controller.rollout_finished(res.kind.value, res.duration_s)
                         await record_ending(writer, rid, attempt, res, last=last)
                         if last:
                             break
@@ -284,9 +282,8 @@ async def run(
                                     requeue=requeue, verifiers=getattr(executor, "verifier_slots", None))
                 if control:
                     await _open_control(outer, db_path, run_id, steering)
-                if controller is not None:
-                    outer.start_soon(controller.run)
-                stop_listening = listen_model_status(controller.model_status) if controller else None
+                outer.start_soon(controller.run)
+                stop_listening = listen_model_status(controller.model_status)
                 try:
                     async with anyio.create_task_group() as rollouts:
                         async for task, sample in work:
@@ -297,8 +294,7 @@ async def run(
                                 raise
                             rollouts.start_soon(one, task, sample)
                 finally:
-                    if stop_listening is not None:
-                        stop_listening()
+                    stop_listening()
                 outer.cancel_scope.cancel()  # all done: stop watching for signals, the writer and the channel
     except BaseException as e:  # noqa: BLE001 - every ending is settled below; cancellation is re-raised there
         failure = e
