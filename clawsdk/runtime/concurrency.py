@@ -137,6 +137,7 @@ class WorkQueue:
     def __init__(self, items: Iterable[Any]):
         self._items: collections.deque = collections.deque(items)
         self.in_flight = 0
+        self.closed = False  # it has said it is done: nothing put now would run
         self._changed = anyio.Event()
 
     def __len__(self) -> int:
@@ -147,6 +148,8 @@ class WorkQueue:
         self._changed = anyio.Event()
 
     def put(self, item: Any) -> None:
+        if self.closed:
+            raise RuntimeError("the run has handed out all its work and is ending")
         self._items.append(item)
         self._notify()
 
@@ -160,6 +163,7 @@ class WorkQueue:
     async def __anext__(self) -> Any:
         while not self._items:
             if self.in_flight <= 0:
+                self.closed = True
                 raise StopAsyncIteration
             await self._changed.wait()
         self.in_flight += 1

@@ -43,7 +43,7 @@ from clawsdk.tasks.model import Task
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(slots=True)  # one per rollout, kept to the end of the run
 class RolloutOutcome:
     rollout_id: str
     task_id: str
@@ -209,6 +209,7 @@ async def run(
 
             async def one(task: Task, sample: int) -> None:
                 rid = rollout_id(run_id, task.id, sample)
+                requeued.discard(rid)
                 attempt = attempts.get(rid, -1)
                 try:
                     started.append(rid)
@@ -259,14 +260,19 @@ async def run(
                 if on_rollout is not None:
                     on_rollout(outcome)
 
+            requeued: set[str] = set()  # queued again and not started yet: a second requeue skips them
+
             async def requeue() -> int:
+                await writer.flush()  # the endings of rollouts that just ended, in the store
                 items = await anyio.to_thread.run_sync(_unscored, db_path, run_id, {t.id: t for t in tasks})
-                for rid, item in items:
-                    if rid not in attempts:
-                        attempts[rid] = item[2]
-                    else:
-                        attempts[rid] = max(attempts[rid], item[2])
-                    work.put(item[:2])
+                items = [(rid, item) for rid, item in items if rid not in requeued]
+                for rid, (task, sample, attempt) in items:
+                    try:
+                        work.put((task, sample))
+                    except RuntimeError as e:
+                        raise ControlError(str(e)) from None
+                    attempts[rid] = max(attempts.get(rid, -1), attempt)
+                    requeued.add(rid)
                 result.retried += len(items)
                 return len(items)
 
@@ -327,9 +333,11 @@ async def run(
 
 #: the cyclic collector's thresholds while rollouts run: each rollout allocates (tasks, coroutines, MCP messages,
 #: pydantic models) at a rate that made the default (700, 10, 10) collect the young generation hundreds of
-#: times a second and the whole heap often; at 1,000 concurrent rollouts that was 45% of the run's CPU
-#: (benchmarks/load.py: 12.5 s of CPU, 7.4 s without). Garbage cycles are still collected, less often.
-RUN_GC_THRESHOLDS = (10_000, 50, 100)
+#: times a second, and the whole heap every 70,000 allocations; at 1,000 concurrent rollouts that was 45% of
+#: the run's CPU (benchmarks/load.py: 12.5 s of CPU, 7.4 s with no collector). A young generation of 10,000
+#: makes every collection 14x rarer: 9.3 s. Raising the older generations' thresholds too (50, 100) saved
+#: 0.7 s more and kept 16 MB more garbage at 1,000 tasks: not worth it.
+RUN_GC_THRESHOLDS = (10_000, 10, 10)
 _gc_runs = [0, None]  # runs in flight in this process, the thresholds before the first
 
 

@@ -73,8 +73,8 @@ def model_server():
 
 
 def test_pause_holds_new_rollouts_and_model_calls_and_loses_nothing_in_flight(tmp_path, model_server):
-    for i in range(6):  # 4 s to finish each; paused longer than that, none may end agent_timeout
-        make_task(tmp_path / "tasks", f"t{i}", extra={"limits": {"timeout_s": 4}})
+    for i in range(6):  # 8 s to finish each; paused longer than that, none may end agent_timeout
+        make_task(tmp_path / "tasks", f"t{i}", extra={"limits": {"timeout_s": 8}})
     db = tmp_path / "store.db"
     proc = start_run(tmp_path, "tasks", "--agent", "tool-loop", "--model", "openai:sim", "--base-url", model_server,
                      "-c", "2")
@@ -86,7 +86,7 @@ def test_pause_holds_new_rollouts_and_model_calls_and_loses_nothing_in_flight(tm
         time.sleep(1.0)  # what was in flight at the pause answers; the next calls wait
         started = query(db, "SELECT COUNT(*) FROM rollouts")[0][0]
         calls = query(db, requests)[0][0]
-        time.sleep(5.0)  # longer than the tasks' 4 s
+        time.sleep(9.0)  # longer than the tasks' 8 s
         assert query(db, "SELECT COUNT(*) FROM rollouts")[0][0] == started == 2
         assert query(db, requests)[0][0] == calls, "a model call went out while the run was paused"
         assert proc.poll() is None
@@ -118,7 +118,8 @@ def test_requeue_set_and_cancel(tmp_path):
     flag, go = tmp_path / "flag", tmp_path / "go"
     make_task(tmp_path / "tasks", "flaky", steps=[], extra={"limits": {"verifier_timeout_s": 1.5}},
               checks=[{"type": "command", "run": f"test -f {flag} || sleep 30"}])
-    make_task(tmp_path / "tasks", "waiter", steps=[], workspace={"wait.txt": "x"})
+    make_task(tmp_path / "tasks", "waiter", steps=[], workspace={"wait.txt": "x"},
+              extra={"limits": {"tool_timeout_s": 900}})  # waits for the test, however busy the machine
     (tmp_path / "script.yaml").write_text(WAITER % {"go": go})
     db = tmp_path / "store.db"
     proc = start_run(tmp_path, "tasks", "--agent", "scripted", "--agent-opt", "script=script.yaml", "--retries", "0")
@@ -165,7 +166,8 @@ def test_only_who_may_write_the_store_may_steer(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root to try as another user")
     (tmp_path / "script.yaml").write_text(WAITER % {"go": tmp_path / "go"})
-    make_task(tmp_path / "tasks", "waiter", steps=[], workspace={"wait.txt": "x"})
+    make_task(tmp_path / "tasks", "waiter", steps=[], workspace={"wait.txt": "x"},
+              extra={"limits": {"tool_timeout_s": 900}})  # waits for the test, however busy the machine
     db = tmp_path / "store.db"
     subprocess.run([*CLI, "runs", "--db", str(db)], capture_output=True)  # nothing yet
     proc = start_run(tmp_path, "tasks", "--agent", "scripted", "--agent-opt", "script=script.yaml")

@@ -121,7 +121,7 @@ def test_the_view_steers_the_run_in_focus(tmp_path):
     """p pauses and resumes, + raises the level, X (confirmed) cancels: through the run's control channel,
     recorded with the view as the client; the header and the control line show what is in force."""
     for i in range(4):
-        make_task(tmp_path / "tasks", f"t{i}", steps=[])
+        make_task(tmp_path / "tasks", f"t{i}", steps=[], extra={"limits": {"tool_timeout_s": 900}})
     (tmp_path / "script.yaml").write_text(WAITER % (tmp_path / "go"))
     db = tmp_path / "store.db"
     proc = subprocess.Popen([sys.executable, "-m", "clawsdk", "run", "tasks", "--agent", "scripted", "--agent-opt",
