@@ -65,7 +65,8 @@ def _print_state(state: dict, action: str) -> None:
     mode = state.get("mode")
     line = (f"concurrency {state['concurrency']} ({mode}"
             + (f", ceiling {state['ceiling']}" if mode == "auto" and state.get("ceiling") else "") + ")"
-            + f"  in flight {state['in_flight']}" + ("  [yellow]paused[/yellow]" if state.get("paused") else ""))
+            + f"  in flight {state['in_flight']}"
+            + ("  [yellow]paused[/yellow]" if state.get("paused") else ""))
     if state.get("verifiers") and state["verifiers"] < max(state["concurrency"], state.get("ceiling") or 0):
         line += f"  verifiers {state['verifiers']}"  # a limit of its own only when it is below the rollouts'
     console.print(line)

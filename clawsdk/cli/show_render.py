@@ -101,7 +101,8 @@ def _args_line(args: dict, skip: tuple[str, ...] = ()) -> str:
 
 
 def tool_call(tool: str, args: Any, full: bool) -> list[RenderableType]:
-    """What a tool call asked for, as text: the file it writes, the diff an edit makes, the command it runs."""
+    """What a tool call asked for, as text: the file it writes, the diff an edit makes, the command it
+    runs."""
     if not isinstance(args, dict):
         return [body(json.dumps(args, ensure_ascii=False, indent=2), full, "json")]
     path = str(args.get("path") or "")
@@ -135,7 +136,8 @@ def render_event(e: dict, full: bool, calls: dict[int, dict]) -> list[Renderable
         path = (call.get("args") or {}).get("path") if isinstance(call.get("args"), dict) else None
         lexer = lexer_for(path) if call.get("tool") == "read" and not failed else None
         content = p.get("content", "")
-        head = _head(e, ("✗ " if failed else "← ", "red" if failed else "green"), (str(p.get("tool")), ""))
+        mark = ("✗ ", "red") if failed else ("← ", "green")
+        head = _head(e, mark, (str(p.get("tool")), ""))
         if not isinstance(content, str):
             return [head, body(json.dumps(content, ensure_ascii=False, indent=2), full, "json")]
         return [head, *(command_output(content, full) or [body(content, full, lexer)])]

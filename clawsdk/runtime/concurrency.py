@@ -57,7 +57,8 @@ def parse_concurrency(value: int | str | None) -> int | str:
     try:
         n = int(str(value).strip()) if isinstance(value, str) else int(value)
     except ValueError:
-        raise ValueError(f"concurrency must be 'auto' or a whole number of at least 1 (got {value!r})") from None
+        raise ValueError(f"concurrency must be 'auto' or a whole number of at least 1 (got {value!r})") \
+            from None
     if n < 1 or n != value and not isinstance(value, str):
         raise ValueError(f"concurrency must be 'auto' or a whole number of at least 1 (got {value!r})")
     return n
@@ -259,11 +260,11 @@ GIB = 1 << 30
 class Controller:
     """`-c auto`: moves `slots.level` between `floor` and `ceiling` by throughput and pressure."""
 
-    def __init__(self, slots: Slots, *, ceiling: int = DEFAULT_CEILING, floor: int = 1, initial: int | None = None,
-                 interval: float = 0.5, sampler: HostSampler | None = None,
-                 on_decision: Callable[[Decision], Any] | None = None, clock: Callable[[], float] = time.monotonic,
-                 backlog: Callable[[], int] | None = None, queue_probe: Callable[[], float | None] | None = None,
-                 fixed: int | None = None):
+    def __init__(self, slots: Slots, *, ceiling: int = DEFAULT_CEILING, floor: int = 1,
+                 initial: int | None = None, interval: float = 0.5, sampler: HostSampler | None = None,
+                 on_decision: Callable[[Decision], Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic, backlog: Callable[[], int] | None = None,
+                 queue_probe: Callable[[], float | None] | None = None, fixed: int | None = None):
         self.slots = slots
         self.ceiling = max(1, ceiling)
         self.floor = max(1, min(floor, self.ceiling))
@@ -273,7 +274,7 @@ class Controller:
         self.clock = clock
         self.backlog = backlog or (lambda: 1)  # rollouts waiting for a slot (the run's queue)
         self.queue_probe = queue_probe
-        self.fixed = fixed is not None  # a fixed -c, or an operator set the level: the controller only watches
+        self.fixed = fixed is not None  # a fixed -c, or an operator set the level: it only watches
         start = initial if initial is not None else min(self.ceiling, max(4, 2 * self.sampler.cpus))
         slots.level = fixed if fixed is not None else max(self.floor, min(self.ceiling, start))
         self.phase = "start"
@@ -305,7 +306,8 @@ class Controller:
         self._hard_at = -1e9
         self._soft_ticks = 0
         self.last: Decision | None = None
-        self._levels: collections.deque[tuple[float, int]] = collections.deque([(clock(), slots.level)], maxlen=64)
+        self._levels: collections.deque[tuple[float, int]] = collections.deque([(clock(), slots.level)],
+                                                                               maxlen=64)
 
     # ---- observations (cheap: called on the hot path) ----
 
@@ -400,7 +402,8 @@ class Controller:
                 return self._hold("hold", level, hard, figures)
             self._hard_at = now
             self.phase = "steady"
-            return self._move("lower", max(self.floor, math.floor(level * 0.7)), "; ".join(hard), figures, now)
+            return self._move("lower", max(self.floor, math.floor(level * 0.7)), "; ".join(hard), figures,
+                              now)
         if soft:
             self._soft_ticks += 1
             if self.phase == "start":
@@ -411,7 +414,8 @@ class Controller:
                 return self._move("lower" if back < level else "hold", back, "; ".join(soft), figures, now)
             if self._soft_ticks * self.interval >= max(2 * self._lookback_s(), 2.0):
                 self._soft_ticks = 0
-                return self._move("lower", max(self.floor, math.floor(level * 0.9)), "; ".join(soft), figures, now)
+                return self._move("lower", max(self.floor, math.floor(level * 0.9)), "; ".join(soft), figures,
+                                  now)
             return self._hold("hold", level, soft, figures)
         self._soft_ticks = 0
 
@@ -419,7 +423,8 @@ class Controller:
             if busy and level < self.ceiling and now - self._last_change >= self._settle_s():
                 target = self._cap_by_memory(host, min(self.ceiling, level * 2), level)
                 if target > level:
-                    return self._move("raise", target, f"all {level} slots busy and nothing presses", figures, now)
+                    return self._move("raise", target, f"all {level} slots busy and nothing presses", figures,
+                                      now)
             if not busy and self._epoch_done and now - self._last_change >= 4 * self._lookback_s():
                 self.phase = "steady"  # the run gives no more work than this: climb on throughput from here
             return None
@@ -456,7 +461,8 @@ class Controller:
         target = self._cap_by_memory(host, min(self.ceiling, max(level + 1, math.ceil(level * 1.25))), level)
         if target <= level:
             return None
-        return self._move("raise", target, f"probing: {rate:.2f} rollouts/s at {level}", figures, now, rate=rate)
+        return self._move("raise", target, f"probing: {rate:.2f} rollouts/s at {level}", figures, now,
+                          rate=rate)
 
     # ---- pieces ----
 
@@ -472,7 +478,8 @@ class Controller:
 
     def _pressure(self, host: Host, overloaded: int, calls: int, finished: int, sandbox_errors: int,
                   model_queue: float | None) -> tuple[list[str], list[str]]:
-        """(hard, soft) reasons: hard lowers the level at once, soft stops the climb (and lowers if it lasts)."""
+        """(hard, soft) reasons: hard lowers the level at once, soft stops the climb (and lowers if it
+        lasts)."""
         hard: list[str] = []
         soft: list[str] = []
         if host.mem_total and host.mem_available:
@@ -487,7 +494,8 @@ class Controller:
         if overloaded and overloaded >= max(1, 0.02 * calls):
             hard.append(f"model: {overloaded} of {calls} calls answered 429/503 (overloaded)")
         if finished >= 4 and sandbox_errors / finished >= 0.25:
-            hard.append(f"sandboxes: {sandbox_errors} of {finished} rollouts could not get one (sandbox_error)")
+            hard.append(f"sandboxes: {sandbox_errors} of {finished} rollouts could not get one "
+                        "(sandbox_error)")
         if model_queue is not None and model_queue > 0 and self.model_base_ms:
             soft.append(f"model: its server queues {model_queue:g} requests")
         recent = statistics.median(self._model_recent) if self._model_recent else None
@@ -496,7 +504,8 @@ class Controller:
                         f"{self.model_base_ms / 1000:.2f} s baseline")
         starts = statistics.median(self._start_recent) if self._start_recent else None
         if starts is not None and self.start_base_ms and starts > 3.0 * self.start_base_ms and starts > 200:
-            soft.append(f"sandboxes: start takes {starts / 1000:.2f} s, {starts / self.start_base_ms:.1f}x its "
+            soft.append(f"sandboxes: start takes {starts / 1000:.2f} s, "
+                        f"{starts / self.start_base_ms:.1f}x its "
                         f"{self.start_base_ms / 1000:.2f} s baseline")
         runq = self._runq or 0.0
         starved = host.loop_lag_s > 0.25 or (host.cpu_pressure is not None and host.cpu_pressure > 60)
@@ -504,8 +513,8 @@ class Controller:
             why = (f"CPU: {runq:.0f} runnable on {host.cpus} cores"
                    + (f", tasks waited for a CPU {host.cpu_pressure:.0f}% of the last 10 s"
                       if host.cpu_pressure is not None else "")
-                   + (f", this process's event loop {host.loop_lag_s * 1000:.0f} ms late" if host.loop_lag_s > 0.05
-                      else ""))
+                   + (f", this process's event loop {host.loop_lag_s * 1000:.0f} ms late"
+                      if host.loop_lag_s > 0.05 else ""))
             soft.append(why)
         return hard, soft
 
@@ -525,7 +534,7 @@ class Controller:
         return min(2.0, max(self.interval, 1.5 * (self.start_base_ms or 0.0) / 1000))
 
     def _lookback_s(self) -> float:
-        """How long a raise takes to show its cost: an interval, a sandbox start and an unloaded model call."""
+        """How long a raise takes to show its cost: an interval, a sandbox start, an unloaded model call."""
         return self.interval + ((self.start_base_ms or 0.0) + (self.model_base_ms or 0.0)) / 1000
 
     def _level_at(self, t: float) -> int:
@@ -592,7 +601,8 @@ class Controller:
 
     def _decide(self, action: str, level: int, previous: int, figures: dict) -> Decision:
         figures = {**figures, "ceiling": self.ceiling}
-        self.last = Decision(action=action, level=level, previous=previous, reason=self.reason, detail=figures)
+        self.last = Decision(action=action, level=level, previous=previous, reason=self.reason,
+                             detail=figures)
         log.info("concurrency: %s", self.reason)
         return self.last
 
@@ -624,7 +634,8 @@ def listen_model_status(listener: Callable[[int], None]) -> Callable[[], None]:
 
 def vllm_queue_probe(base_url: str, timeout_s: float = 1.0) -> Callable[[], float | None] | None:
     """A probe of an OpenAI-compatible server's waiting queue, where it reports one (vLLM's Prometheus
-    `vllm:num_requests_waiting` at /metrics, SGLang's `sglang:num_queue_reqs`); None when the URL is not http."""
+    `vllm:num_requests_waiting` at /metrics, SGLang's `sglang:num_queue_reqs`); None when the URL is not
+    http."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(base_url)
@@ -632,7 +643,8 @@ def vllm_queue_probe(base_url: str, timeout_s: float = 1.0) -> Callable[[], floa
         return None
     url = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[-1]}/metrics"
     state = {"dead": False}
-    pattern = re.compile(r"^(?:vllm:num_requests_waiting|sglang:num_queue_reqs)(?:\{[^}]*\})?\s+([\d.eE+-]+)", re.M)
+    pattern = re.compile(r"^(?:vllm:num_requests_waiting|sglang:num_queue_reqs)(?:\{[^}]*\})?\s+([\d.eE+-]+)",
+                         re.M)
 
     def probe() -> float | None:
         if state["dead"]:
@@ -640,7 +652,7 @@ def vllm_queue_probe(base_url: str, timeout_s: float = 1.0) -> Callable[[], floa
         import urllib.request
 
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 - the user's own model server
+            with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 - the user's model server
                 text = r.read(2 << 20).decode("utf-8", "replace")
         except Exception:  # noqa: BLE001 - no /metrics: this backend reports no queue
             state["dead"] = True

@@ -97,7 +97,8 @@ async def serve_control(path: Path, store_file: Path, handler: Handler, *,
         os.chmod(path.parent, 0o700)  # a folder of ours in the shared temp dir
     if path.exists() or path.is_symlink():
         if _alive(path):
-            raise ControlError(f"another process already controls this run at {path}; is the run still going?")
+            raise ControlError(f"another process already controls this run at {path}; is the run still "
+                               "going?")
         path.unlink()
     listener = await anyio.create_unix_listener(path)
     try:
@@ -195,8 +196,8 @@ def request(db: str | os.PathLike, run_id: str, op: str, *, by: str = "cli", tim
             raise ControlError(f"run {run_id} is not running on {db} (no control socket at {path}): it has "
                                "ended, or it runs on another machine or store") from None
         except PermissionError:
-            raise ControlError(f"not allowed to steer run {run_id}: its control socket {path} has the store's "
-                               "permissions, and this user may not write the store") from None
+            raise ControlError(f"not allowed to steer run {run_id}: its control socket {path} has the "
+                               "store's permissions, and this user may not write the store") from None
         except ConnectionRefusedError:
             raise ControlError(f"run {run_id} is not running (a socket at {path} is left from a process that "
                                "ended)") from None
@@ -290,7 +291,8 @@ class Steering:
             if self.slots.paused:
                 return {"ok": True, "state": self.state(), "note": "already paused"}
             self.slots.pause()
-            await self._record(who, "pause", "paused: no new rollout or model call starts; those in flight wait")
+            await self._record(who, "pause", "paused: no new rollout or model call starts; those in flight "
+                                             "wait")
         elif op == "resume":
             if not self.slots.paused:
                 return {"ok": True, "state": self.state(), "note": "not paused"}
