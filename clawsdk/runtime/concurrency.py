@@ -185,6 +185,9 @@ class Host:
     mem_available: int = 0
     disk_free: dict[str, int] = field(default_factory=dict)  # path -> bytes free
     loop_lag_s: float = 0.0  # how late this process's event loop woke up
+    #: the share of the machine's CPU this process and its children used since the last look (None: unknown);
+    #: a run queue others fill is no reason for this run to hold back
+    cpu_ours: float | None = None
 
 
 def _read(path: str) -> str | None:
@@ -306,6 +309,7 @@ class Controller:
         self._hard_at = -1e9
         self._soft_ticks = 0
         self.last: Decision | None = None
+        self._held: tuple | None = None  # (level, reason kinds) of the last hold recorded
         self._levels: collections.deque[tuple[float, int]] = collections.deque([(clock(), slots.level)],
                                                                                maxlen=64)
 
@@ -357,11 +361,15 @@ class Controller:
     # ---- the loop ----
 
     async def run(self) -> None:
+        used, at = _cpu_used(), time.monotonic()
         while True:
             t0 = time.monotonic()
             await anyio.sleep(self.interval)
             lag = max(0.0, time.monotonic() - t0 - self.interval)
             host = await anyio.to_thread.run_sync(self.sampler.sample, lag)
+            now_used, now_at = _cpu_used(), time.monotonic()
+            host.cpu_ours = (now_used - used) / max(1e-3, now_at - at) / host.cpus
+            used, at = now_used, now_at
             probe = None
             if self.queue_probe is not None:
                 probe = await anyio.to_thread.run_sync(self.queue_probe)
@@ -394,7 +402,7 @@ class Controller:
             self._new_epoch(now)
             return None
 
-        hard, soft = self._pressure(host, overloaded, calls, finished, sandbox_errors, model_queue)
+        hard, soft, lasting = self._pressure(host, overloaded, calls, finished, sandbox_errors, model_queue)
         figures = self._figures(host, level)
         if hard:
             self._soft_ticks = 0
@@ -412,7 +420,9 @@ class Controller:
                 self.phase = "steady"
                 back = self._level_at(now - self._lookback_s())
                 return self._move("lower" if back < level else "hold", back, "; ".join(soft), figures, now)
-            if self._soft_ticks * self.interval >= max(2 * self._lookback_s(), 2.0):
+            if lasting and self._soft_ticks * self.interval >= max(2 * self._lookback_s(), 2.0):
+                # what lasts and says this run asks too much (the model slows, sandboxes start slowly, memory
+                # runs low) lowers it; a busy CPU only stops the climb: throughput says whether less is better
                 self._soft_ticks = 0
                 return self._move("lower", max(self.floor, math.floor(level * 0.9)), "; ".join(soft), figures,
                                   now)
@@ -477,7 +487,7 @@ class Controller:
             self.start_base_ms = start_p50 if base is None or start_p50 < base else base * 1.002
 
     def _pressure(self, host: Host, overloaded: int, calls: int, finished: int, sandbox_errors: int,
-                  model_queue: float | None) -> tuple[list[str], list[str]]:
+                  model_queue: float | None) -> tuple[list[str], list[str], bool]:
         """(hard, soft) reasons: hard lowers the level at once, soft stops the climb (and lowers if it
         lasts)."""
         hard: list[str] = []
@@ -507,16 +517,19 @@ class Controller:
             soft.append(f"sandboxes: start takes {starts / 1000:.2f} s, "
                         f"{starts / self.start_base_ms:.1f}x its "
                         f"{self.start_base_ms / 1000:.2f} s baseline")
+        lasting = bool(soft)  # the reasons so far lower the level when they last; the CPU's below only hold it
         runq = self._runq or 0.0
         starved = host.loop_lag_s > 0.25 or (host.cpu_pressure is not None and host.cpu_pressure > 60)
-        if runq > 3 * host.cpus and starved:
+        ours = host.cpu_ours is None or host.cpu_ours >= 0.25  # this run uses a quarter of the machine or more
+        if runq > 3 * host.cpus and starved and ours:
             why = (f"CPU: {runq:.0f} runnable on {host.cpus} cores"
                    + (f", tasks waited for a CPU {host.cpu_pressure:.0f}% of the last 10 s"
                       if host.cpu_pressure is not None else "")
                    + (f", this process's event loop {host.loop_lag_s * 1000:.0f} ms late"
-                      if host.loop_lag_s > 0.05 else ""))
+                      if host.loop_lag_s > 0.05 else "")
+                   + (f", this run's share {host.cpu_ours:.0%}" if host.cpu_ours is not None else ""))
             soft.append(why)
-        return hard, soft
+        return hard, soft, lasting
 
     def _cap_by_memory(self, host: Host, target: int, level: int) -> int:
         """`target`, lowered so that what each rollout took so far, times the new ones, leaves 15% free."""
@@ -571,6 +584,8 @@ class Controller:
             out["sandbox_start_ms"] = round(statistics.median(self._start_recent), 1)
         if host.loop_lag_s:
             out["loop_lag_ms"] = round(host.loop_lag_s * 1000, 1)
+        if host.cpu_ours is not None:
+            out["cpu_ours"] = round(host.cpu_ours, 3)
         return out
 
     def _move(self, action: str, target: int, why: str, figures: dict, now: float, *,
@@ -585,6 +600,7 @@ class Controller:
         else:
             self._last_move = None
         self.slots.level = target
+        self._held = None
         self._levels.append((now, target))
         self._last_change = now
         self._new_epoch(now)
@@ -593,10 +609,11 @@ class Controller:
         return self._decide(action, target, level, figures)
 
     def _hold(self, action: str, level: int, why: list[str], figures: dict) -> Decision | None:
-        reason = f"held at {level}: {'; '.join(why)}"
-        if reason.split(":", 1)[1] == self.reason.split(":", 1)[-1] and self.reason.startswith("held"):
-            return None  # the same as last time: no new row
-        self.reason = reason
+        keys = (level, frozenset(w.split(":", 1)[0] for w in why))
+        self.reason = f"held at {level}: {'; '.join(why)}"  # the figures of now, for status
+        if keys == self._held:
+            return None  # held for the same reasons as last time: no new row
+        self._held = keys
         return self._decide(action, level, level, figures)
 
     def _decide(self, action: str, level: int, previous: int, figures: dict) -> Decision:
@@ -605,6 +622,12 @@ class Controller:
                              detail=figures)
         log.info("concurrency: %s", self.reason)
         return self.last
+
+
+def _cpu_used() -> float:
+    """CPU seconds this process and its children (the sandboxes' processes, once reaped) have used."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _overloaded_text(message: str) -> bool:
