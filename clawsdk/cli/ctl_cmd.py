@@ -92,4 +92,4 @@ def _log(path: Path, run_id: str, as_json: bool) -> None:
         table.add_row(r["ts"][:19], escape(r["actor"]), r["action"], level, escape(r["reason"] or ""))
     console.print(table)
     if not rows:
-        console.print("nothing recorded: the run ran with a fixed -c and nobody steered it")
+        console.print("nothing recorded: the run predates run_control (clawsdk before it)")

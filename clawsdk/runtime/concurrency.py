@@ -264,10 +264,11 @@ class Controller:
     """`-c auto`: moves `slots.level` between `floor` and `ceiling` by throughput and pressure."""
 
     def __init__(self, slots: Slots, *, ceiling: int = DEFAULT_CEILING, floor: int = 1,
-                 initial: int | None = None, interval: float = 0.5, sampler: HostSampler | None = None,
+                 initial: int | None = None, interval: float = 0.25, sampler: HostSampler | None = None,
                  on_decision: Callable[[Decision], Any] | None = None,
                  clock: Callable[[], float] = time.monotonic, backlog: Callable[[], int] | None = None,
-                 queue_probe: Callable[[], float | None] | None = None, fixed: int | None = None):
+                 queue_probe: Callable[[], float | None] | None = None, fixed: int | None = None,
+                 sees_sandbox_starts: bool = True):
         self.slots = slots
         self.ceiling = max(1, ceiling)
         self.floor = max(1, min(floor, self.ceiling))
@@ -278,7 +279,7 @@ class Controller:
         self.backlog = backlog or (lambda: 1)  # rollouts waiting for a slot (the run's queue)
         self.queue_probe = queue_probe
         self.fixed = fixed is not None  # a fixed -c, or an operator set the level: it only watches
-        start = initial if initial is not None else min(self.ceiling, max(4, 2 * self.sampler.cpus))
+        start = initial if initial is not None else min(self.ceiling, max(8, 4 * self.sampler.cpus))
         slots.level = fixed if fixed is not None else max(self.floor, min(self.ceiling, start))
         self.phase = "start"
         self.reason = f"fixed at {fixed} (-c {fixed})" if fixed is not None else f"starting at {slots.level}"
@@ -310,6 +311,9 @@ class Controller:
         self._soft_ticks = 0
         self.last: Decision | None = None
         self._held: tuple | None = None  # (level, reason kinds) of the last hold recorded
+        self._started_since_change = 0  # sandboxes started since the level last changed
+        self._cohort = slots.level  # rollouts the last raise (or the start) let in
+        self.sees_sandbox_starts = sees_sandbox_starts  # False: they start elsewhere (Ray's workers)
         self._levels: collections.deque[tuple[float, int]] = collections.deque([(clock(), slots.level)],
                                                                                maxlen=64)
 
@@ -322,6 +326,7 @@ class Controller:
             self._model_calls += 1
         elif kind == "sandbox_start" and duration_ms is not None:
             self._starts_ms.append(duration_ms)
+            self._started_since_change += 1
         elif kind == "error" and payload is not None:
             if payload.get("kind") == "model_error" and _overloaded_text(str(payload.get("message", ""))):
                 self._overloaded += 1
@@ -430,7 +435,8 @@ class Controller:
         self._soft_ticks = 0
 
         if self.phase == "start":
-            if busy and level < self.ceiling and now - self._last_change >= self._settle_s():
+            if busy and level < self.ceiling and now - self._last_change >= self._settle_s() \
+                    and self._cohort_started():
                 target = self._cap_by_memory(host, min(self.ceiling, level * 2), level)
                 if target > level:
                     return self._move("raise", target, f"all {level} slots busy and nothing presses", figures,
@@ -546,6 +552,12 @@ class Controller:
         sandboxes (a model call's cost shows later: `_lookback_s` takes the level back that far)."""
         return min(2.0, max(self.interval, 1.5 * (self.start_base_ms or 0.0) / 1000))
 
+    def _cohort_started(self) -> bool:
+        """Whether half the rollouts the last raise let in have started their sandboxes, so that their start
+        latency has been seen (a docker engine slows as it starts more at once); always, where sandbox starts
+        are not seen here (on Ray they start on the workers)."""
+        return not self.sees_sandbox_starts or self._started_since_change >= self._cohort // 2
+
     def _lookback_s(self) -> float:
         """How long a raise takes to show its cost: an interval, a sandbox start, an unloaded model call."""
         return self.interval + ((self.start_base_ms or 0.0) + (self.model_base_ms or 0.0)) / 1000
@@ -601,6 +613,7 @@ class Controller:
             self._last_move = None
         self.slots.level = target
         self._held = None
+        self._started_since_change, self._cohort = 0, max(0, target - level)
         self._levels.append((now, target))
         self._last_change = now
         self._new_epoch(now)

@@ -29,7 +29,7 @@ from clawsdk.runtime.agent import Agent
 from clawsdk.runtime.concurrency import (AUTO, DEFAULT_CEILING, Controller, HostSampler, Slots, WorkQueue,
                                          fd_ceiling, listen_model_status, parse_concurrency, vllm_queue_probe)
 from clawsdk.runtime.control import ControlError, Steering, serve_control, socket_path
-from clawsdk.runtime.executor import Executor, RolloutJob
+from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.runtime.ids import new_run_id, rollout_id
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
@@ -199,13 +199,14 @@ async def run(
             # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto` wakes it
             controller = Controller(
                 slots, ceiling=min(max_concurrency or DEFAULT_CEILING, fd_ceiling(), max(1, len(plan))),
+                initial=_start_concurrency(registry.get("sandboxes", sandbox)),
+                sees_sandbox_starts=isinstance(executor, LocalExecutor),
                 sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
                 queue_probe=_model_queue_probe(agent_options), fixed=None if auto else concurrency,
                 on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
                                                      reason=d.reason, detail=d.detail))
-            if auto:
-                await record_control(source="controller", actor="auto", action="start", reason=controller.reason,
-                                     detail={"ceiling": controller.ceiling})
+            await record_control(source="controller", actor="auto" if auto else "-c", action="start",
+                                 reason=controller.reason, detail={"ceiling": controller.ceiling} if auto else None)
 
             async def one(task: Task, sample: int) -> None:
                 rid = rollout_id(run_id, task.id, sample)
@@ -361,6 +362,16 @@ async def _open_control(tg: anyio.abc.TaskGroup, db_path: Path, run_id: str, ste
         await tg.start(serve_control, socket_path(db_path, run_id), db_path, steering.handle)
     except (ControlError, OSError) as e:
         log.warning("run %s goes on without its control channel (clawsdk ctl): %s", run_id, e)
+
+
+def _start_concurrency(factory: Any) -> int | None:
+    """Where `-c auto` starts for this sandbox backend: its factory's `start_concurrency()`, if it has one (a
+    container engine slows as it creates more at once), else the controller's own default."""
+    start = getattr(factory, "start_concurrency", None)
+    try:
+        return max(1, int(start())) if callable(start) else None
+    except Exception:  # noqa: BLE001 - a hint, never a reason to fail the run
+        return None
 
 
 def _model_queue_probe(agent_options: dict[str, Any] | None) -> Callable[[], float | None] | None:

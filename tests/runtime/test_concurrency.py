@@ -27,6 +27,8 @@ def healthy(**kw) -> Host:
 
 
 def controller(ceiling: int = 1024, backlog: int = 10_000, **kw) -> tuple[Controller, Slots, Clock]:
+    kw.setdefault("initial", 4)
+    kw.setdefault("sees_sandbox_starts", False)  # as on Ray; the tests of sandbox starts say they see them
     slots, clock = Slots(1), Clock()
     c = Controller(slots, ceiling=ceiling, clock=clock, interval=0.5, backlog=lambda: backlog, **kw)
     return c, slots, clock
@@ -44,9 +46,14 @@ def step(c: Controller, slots: Slots, clock: Clock, host: Host | None = None, *,
     return c.tick(host or healthy(), **kw)
 
 
+def test_it_starts_at_four_times_the_cores():
+    c, slots, clock = controller(initial=None)
+    assert slots.level == 4 * c.sampler.cpus or slots.level == 8
+
+
 def test_it_doubles_while_every_slot_is_busy_and_stops_at_the_ceiling():
     c, slots, clock = controller(ceiling=100)
-    assert slots.level == 4  # twice the cores
+    assert slots.level == 4
     levels = []
     for _ in range(12):
         d = step(c, slots, clock, model_ms=1000, calls=slots.level)
@@ -124,8 +131,25 @@ def test_a_tool_timeout_or_an_agent_timeout_is_not_pressure():
     assert slots.level == 64
 
 
+def test_a_raise_waits_until_half_of_the_rollouts_it_let_in_have_their_sandboxes():
+    """Docker slows as it starts more containers at once: that shows only once they have started."""
+    c, slots, clock = controller(sees_sandbox_starts=True)
+    c.observe("sandbox_start", 600, None)
+    c.observe("sandbox_start", 600, None)  # half the 4 it started with
+    for _ in range(3):  # 0.9 s: one and a half starts
+        step(c, slots, clock)
+    assert slots.level == 8  # 4 let in
+    for _ in range(6):  # their sandboxes are still starting
+        step(c, slots, clock)
+    assert slots.level == 8
+    c.observe("sandbox_start", 700, None)
+    c.observe("sandbox_start", 650, None)
+    step(c, slots, clock)
+    assert slots.level == 16
+
+
 def test_slow_sandbox_starts_stop_the_climb():
-    c, slots, clock = controller()
+    c, slots, clock = controller(sees_sandbox_starts=True)
     for _ in range(2):
         c.observe("sandbox_start", 600, None)
         step(c, slots, clock)
