@@ -437,7 +437,7 @@ class Controller:
         if self.phase == "start":
             if busy and level < self.ceiling and now - self._last_change >= self._settle_s() \
                     and self._cohort_started():
-                target = self._cap_by_memory(host, min(self.ceiling, level * 2), level)
+                target = self._cap_by_memory(host, min(self.ceiling, level * self._growth(host)), level)
                 if target > level:
                     return self._move("raise", target, f"all {level} slots busy and nothing presses", figures,
                                       now)
@@ -519,7 +519,7 @@ class Controller:
             soft.append(f"model: latency {recent / 1000:.2f} s is {recent / self.model_base_ms:.1f}x its "
                         f"{self.model_base_ms / 1000:.2f} s baseline")
         starts = statistics.median(self._start_recent) if self._start_recent else None
-        if starts is not None and self.start_base_ms and starts > 3.0 * self.start_base_ms and starts > 200:
+        if starts is not None and self.start_base_ms and starts > 3.0 * self.start_base_ms and starts - self.start_base_ms > 250:
             soft.append(f"sandboxes: start takes {starts / 1000:.2f} s, "
                         f"{starts / self.start_base_ms:.1f}x its "
                         f"{self.start_base_ms / 1000:.2f} s baseline")
@@ -552,6 +552,17 @@ class Controller:
         sandboxes (a model call's cost shows later: `_lookback_s` takes the level back that far)."""
         return min(2.0, max(self.interval, 1.5 * (self.start_base_ms or 0.0) / 1000))
 
+    def _growth(self, host: Host) -> int:
+        """How much a start-phase raise multiplies the level: 4 while every signal is at its resting value and
+        sandboxes are cheap to start (rollouts that mostly wait: a slow model), else 2."""
+        model = statistics.median(self._model_recent) if self._model_recent else None
+        starts = statistics.median(self._start_recent) if self._start_recent else None
+        clean = ((model is None or not self.model_base_ms or model <= 1.25 * self.model_base_ms)
+                 and (self.start_base_ms is None or self.start_base_ms < 100)
+                 and (starts is None or not self.start_base_ms or starts <= max(1.5 * self.start_base_ms, 20))
+                 and host.loop_lag_s < 0.05 and (self._runq or 0.0) <= host.cpus)
+        return 4 if clean else 2
+
     def _cohort_started(self) -> bool:
         """Whether half the rollouts the last raise let in have started their sandboxes, so that their start
         latency has been seen (a docker engine slows as it starts more at once); always, where sandbox starts
@@ -559,8 +570,10 @@ class Controller:
         return not self.sees_sandbox_starts or self._started_since_change >= self._cohort // 2
 
     def _lookback_s(self) -> float:
-        """How long a raise takes to show its cost: an interval, a sandbox start, an unloaded model call."""
-        return self.interval + ((self.start_base_ms or 0.0) + (self.model_base_ms or 0.0)) / 1000
+        """How long a raise takes to show its cost: an interval, a sandbox start as they take now (a warm pool
+        that ran dry shows only when its cold starts end), an unloaded model call."""
+        starts = max(self.start_base_ms or 0.0, statistics.median(self._start_recent) if self._start_recent else 0.0)
+        return self.interval + (starts + (self.model_base_ms or 0.0)) / 1000
 
     def _level_at(self, t: float) -> int:
         level = self._levels[0][1]
