@@ -308,7 +308,8 @@ class Controller:
         self._hold_until = 0
         self._epochs = 0
         self._hard_at = -1e9
-        self._soft_ticks = 0
+        self._soft_since: float | None = None  # when the soft pressure that lasts began
+        self._last_tick = clock()
         self.last: Decision | None = None
         self._held: tuple | None = None  # (level, reason kinds) of the last hold recorded
         self._started_since_change = 0  # sandboxes started since the level last changed
@@ -368,10 +369,11 @@ class Controller:
     async def run(self) -> None:
         used, at = _cpu_used(), time.monotonic()
         while True:
-            t0 = time.monotonic()
-            await anyio.sleep(self.interval)
-            lag = max(0.0, time.monotonic() - t0 - self.interval)
-            host = await anyio.to_thread.run_sync(self.sampler.sample, lag)
+            t0, pause = time.monotonic(), self._pause_s()
+            await anyio.sleep(pause)
+            lag = max(0.0, time.monotonic() - t0 - pause)
+            host = self.sampler.sample(lag)  # a few /proc reads and a statvfs: no thread hop, which a busy
+            #                                   loop would make wait
             now_used, now_at = _cpu_used(), time.monotonic()
             host.cpu_ours = (now_used - used) / max(1e-3, now_at - at) / host.cpus
             used, at = now_used, now_at
@@ -387,8 +389,9 @@ class Controller:
         now = self.clock()
         level = self.slots.level
         busy = self.slots.saturated and self.backlog() > 0
+        elapsed, self._last_tick = now - self._last_tick, now
         if busy:
-            self._epoch_busy += self.interval
+            self._epoch_busy += elapsed
         model_p50 = statistics.median(self._model_ms) if self._model_ms else None
         start_p50 = statistics.median(self._starts_ms) if self._starts_ms else None
         overloaded, calls = self._overloaded, self._model_calls
@@ -410,7 +413,7 @@ class Controller:
         hard, soft, lasting = self._pressure(host, overloaded, calls, finished, sandbox_errors, model_queue)
         figures = self._figures(host, level)
         if hard:
-            self._soft_ticks = 0
+            self._soft_since = None
             if now - self._hard_at < max(2.0, self._lookback_s()) or level <= self.floor:
                 return self._hold("hold", level, hard, figures)
             self._hard_at = now
@@ -418,21 +421,21 @@ class Controller:
             return self._move("lower", max(self.floor, math.floor(level * 0.7)), "; ".join(hard), figures,
                               now)
         if soft:
-            self._soft_ticks += 1
             if self.phase == "start":
                 # what presses now was started a model call (and a sandbox start) ago: back to the level then,
                 # and climb on throughput from there
                 self.phase = "steady"
                 back = self._level_at(now - self._lookback_s())
                 return self._move("lower" if back < level else "hold", back, "; ".join(soft), figures, now)
-            if lasting and self._soft_ticks * self.interval >= max(2 * self._lookback_s(), 2.0):
+            self._soft_since = now if self._soft_since is None else self._soft_since
+            if lasting and now - self._soft_since >= max(2 * self._lookback_s(), 2.0):
                 # what lasts and says this run asks too much (the model slows, sandboxes start slowly, memory
                 # runs low) lowers it; a busy CPU only stops the climb: throughput says whether less is better
-                self._soft_ticks = 0
+                self._soft_since = None
                 return self._move("lower", max(self.floor, math.floor(level * 0.9)), "; ".join(soft), figures,
                                   now)
             return self._hold("hold", level, soft, figures)
-        self._soft_ticks = 0
+        self._soft_since = None
 
         if self.phase == "start":
             if busy and level < self.ceiling and now - self._last_change >= self._settle_s() \
@@ -550,7 +553,13 @@ class Controller:
     def _settle_s(self) -> float:
         """How long the start phase waits between doublings: the rollouts just added must have started their
         sandboxes (a model call's cost shows later: `_lookback_s` takes the level back that far)."""
-        return min(2.0, max(self.interval, 1.5 * (self.start_base_ms or 0.0) / 1000))
+        return min(2.0, max(self._pause_s(), 1.5 * (self.start_base_ms or 0.0) / 1000))
+
+    def _pause_s(self) -> float:
+        """Between two looks: a tenth of a second while starting (the rollouts let in start their sandboxes
+        within it, where sandboxes are cheap; a slow model's calls show their latency a second later, and
+        the level steps back to where it was then), `interval` after."""
+        return min(self.interval, 0.1) if self.phase == "start" else self.interval
 
     def _growth(self, host: Host) -> int:
         """How much a start-phase raise multiplies the level: 4 while every signal is at its resting value and
