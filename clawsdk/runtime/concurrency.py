@@ -5,19 +5,19 @@ run (the controller, `clawsdk ctl RUN set concurrency=N`) and a paused run takes
 what is left to do, takes requeued rollouts while the run is live, and ends when nothing is queued or in
 flight. Only `level` rollouts exist at once, whatever the size of the plan.
 
-`Controller` is `-c auto`. Every `interval` it looks at what the run and the machine did since the last
-look and moves the level:
+`Controller` is `-c auto`. It looks at what the run and the machine did since the last look (every tenth of
+a second while starting, every `interval` after) and moves the level:
 
-- *start*: while every slot is busy and nothing presses, the level doubles (once the rollouts last added
-  have had time to show their cost), up to the ceiling;
+- *start*: while every slot is busy and nothing presses, and half the rollouts it last let in have started
+  their sandboxes, the level doubles (quadruples while every signal rests and sandboxes are cheap), up to
+  the ceiling;
 - *steady*: then it climbs on measured throughput, an epoch (about a rollout's duration) at a time: a raise
-  that brought no more than 5% more rollouts/s is taken back and held a while; a lower level that does as
-  well is kept;
+  that brought no more than 5% more rollouts/s is taken back and held a while;
 - *pressure* stops the climb or lowers the level. Host: available memory, free disk under the workspaces and
-  the store, CPU run queue (with the event loop's lag: this process starved), sandbox start latency.
-  Model: call latency against its baseline, 429/503 answers (`model_overloaded`), the backend's queue
-  where it reports one. A rollout's own slowness (a tool that times out, an agent that runs out of time)
-  is not pressure: only sandbox starts and model calls are timed.
+  the store, CPU run queue (when this run uses a good share of the CPU and tasks wait for it), sandbox
+  start latency. Model: call latency against its baseline, 429/503 answers, the backend's queue where it
+  reports one. A rollout's own slowness (a tool that times out, an agent that runs out of time) is not
+  pressure: only sandbox starts and model calls are timed.
 
 Each decision that changes something is handed to `on_decision` (the runner records it in the store's
 run_control table, which the TUI shows). The controller is a plain object fed with observations, so the
