@@ -99,7 +99,8 @@ def test_pause_holds_new_rollouts_and_model_calls_and_loses_nothing_in_flight(tm
     assert proc.returncode == 0, err[-2000:]
     summary = json.loads(out)
     assert summary["failure_kinds"] == {"ok": 6} and summary["total"]["passed"] == 6  # nothing lost
-    rows = control_rows(db)
+    start, *rows = control_rows(db)
+    assert start[:4] == ("controller", "-c", "start", 2)  # a fixed level is said once, as the run starts
     assert [r[2] for r in rows] == ["pause", "resume"]
     assert all(r[0] == "operator" and f"pid {os.getpid()}, test" in r[1] for r in rows)
     assert rows[0][4] == 1 and rows[1][4] == 0
