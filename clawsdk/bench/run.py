@@ -122,7 +122,7 @@ async def bench_run(
     samples: int | None = None,
     sandbox: str = "auto",
     sandbox_config: SandboxConfig | None = None,
-    concurrency: int = 8,
+    concurrency: int | str = "auto",
     retries: int = 2,
     run_id: str | None = None,
     db: str | os.PathLike | None = None,

@@ -25,6 +25,7 @@ CORE_COMMANDS = {
     "data": "clawsdk.cli.data_cmd:data_group",
     "train": "clawsdk.cli.train_cmd:train_group",
     "db": "clawsdk.cli.db_cmd:db_group",
+    "ctl": "clawsdk.cli.ctl_cmd:ctl_command",
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -34,9 +35,9 @@ def db_group():
 @click.option("--open", "open_browser", is_flag=True, help="Open a browser on it (logged in).")
 @friendly_errors
 def serve_command(db, port, host, public, open_browser):
-    """Serve the store read-only with Datasette: table and column descriptions, canned queries
-    (pass rate by run, endings, one rollout call by call, failed tool calls) and the tool_results
-    view that shows long tool results as text.
+    """Serve the store with Datasette as it is now, a run writing it included: table and column
+    descriptions, canned queries (pass rate by run, endings, one rollout call by call, failed tool
+    calls) and the tool_results view that shows long tool results as text.
 
     Every page needs a login: Datasette prints a one-time URL that logs the browser in (the store
     holds the tasks' hidden verifier files). Ctrl-C stops it."""
@@ -60,12 +61,25 @@ def serve_command(db, port, host, public, open_browser):
     with tempfile.TemporaryDirectory(prefix="clawsdk-datasette-") as folder:
         meta_file = Path(folder) / "metadata.json"
         meta_file.write_text(json.dumps(meta, indent=2))
-        args = [datasette, "serve", "--immutable", str(path), "--metadata", str(meta_file),
+        args = [datasette, "serve", *_store_args(path), "--metadata", str(meta_file),
                 "--port", str(port), "--host", host, "--root", *(["--open"] if open_browser else [])]
         sys.stdout.flush()
         code = _run_forwarding_signals(args)
     if code:
         raise SystemExit(code)
+
+
+def _store_args(path: Path) -> list[str]:
+    """How datasette opens the store: as a live database, so it reads what the write-ahead log holds (a run
+    writing it commits there first; --immutable skipped those pages and showed 46 rollouts of 91). Immutable
+    only in a folder it cannot write (a read-only mount, an archive), where SQLite could not make the WAL's
+    index beside it; a store there with a WAL left beside it is refused (reader_uri says so)."""
+    from clawsdk.store.store import reader_uri
+
+    if os.access(path.parent, os.W_OK):
+        return [str(path)]
+    reader_uri(path)  # StoreError when a non-empty WAL lies beside a store that cannot be opened live
+    return ["--immutable", str(path)]
 
 
 def _run_forwarding_signals(args: list[str]) -> int:

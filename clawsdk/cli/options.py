@@ -38,6 +38,26 @@ def concurrency_option(default: int = 8, help: str | None = "Rollouts at once.")
     return click.option("--concurrency", "-c", default=default, show_default=True, type=click.IntRange(1), help=help)
 
 
+class ConcurrencyType(click.ParamType):
+    """`auto` or a whole number of at least 1."""
+
+    name = "auto|N"
+
+    def convert(self, value, param, ctx):
+        from clawsdk.runtime.concurrency import parse_concurrency
+
+        try:
+            return parse_concurrency(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+def auto_concurrency_option() -> Decorator:
+    return click.option("--concurrency", "-c", default="auto", show_default=True, type=ConcurrencyType(),
+                        help="Rollouts at once: auto finds the level (it raises it while throughput grows and "
+                             "backs off when the host or the model is under pressure), a number fixes it.")
+
+
 def agent_options(default_agent: str = "oracle") -> Decorator:
     """Which agent works the tasks, and the model it drives (run, bench run)."""
     return stack(
@@ -48,12 +68,12 @@ def agent_options(default_agent: str = "oracle") -> Decorator:
     )
 
 
-def rollout_options(sandbox_default: str = "auto", concurrency_default: int = 8) -> Decorator:
+def rollout_options(sandbox_default: str = "auto") -> Decorator:
     """Where and how many rollouts run at once, and how often an infrastructure failure is retried."""
     return stack(
         sandbox_option(sandbox_default),
         click.option("--sandbox-root", default=None, help="Where workspaces live (default: /dev/shm if it has room)."),
-        concurrency_option(concurrency_default),
+        auto_concurrency_option(),
         click.option("--retries", default=2, show_default=True, type=click.IntRange(0),
                      help="Retries of infrastructure failures before a rollout is reported unscored."),
     )
@@ -69,5 +89,5 @@ def trainer_options(default_trainer: str) -> Decorator:
     )
 
 
-__all__ = ["agent_options", "concurrency_option", "json_option", "opts_option", "rollout_options",
+__all__ = ["ConcurrencyType", "agent_options", "auto_concurrency_option", "concurrency_option", "json_option", "opts_option", "rollout_options",
            "sandbox_option", "stack", "trainer_options"]

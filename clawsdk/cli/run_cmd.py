@@ -30,6 +30,9 @@ from clawsdk.store.store import Store
 @rollout_options()
 @click.option("--samples", "-k", default=1, show_default=True, type=click.IntRange(1, MAX_SAMPLES),
               help="Rollouts per task.")
+@click.option("--max-concurrency", default=None, type=click.IntRange(1), metavar="N",
+              help="The most rollouts at once -c auto may reach [default: 1024, or the rollouts to run].")
+@click.option("--no-control", is_flag=True, help="Do not open the run's control channel (clawsdk ctl).")
 @click.option("--run-id", default=None, help="Name the run; rerunning an id resumes it.")
 @click.option("--retry-unscored", is_flag=True, help="On a resume, run again the samples an earlier invocation "
               "left unscored (the model server, sandbox or verifier failed), as a next attempt.")
@@ -43,7 +46,8 @@ from clawsdk.store.store import Store
 @click.option("--watch", is_flag=True, help="Show the live terminal view while the run goes on (needs textual).")
 @friendly_errors
 def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root, samples, concurrency, retries,
-                run_id, retry_unscored, executor, executor_opts, ray_address, db, as_json, watch):
+                max_concurrency, no_control, run_id, retry_unscored, executor, executor_opts, ray_address, db,
+                as_json, watch):
     """Run AGENT on every task in TASKS (folders, or SOURCE:PATH), SAMPLES times each.
 
     Tasks that cannot be read are reported, recorded and skipped; the others run.
@@ -80,7 +84,8 @@ def run_command(tasks, agent, agent_opts, model, base_url, sandbox, sandbox_root
         result = anyio.run(lambda: run(
             loaded, agent=agent, agent_options=options, sandbox=sandbox,
             sandbox_config=SandboxConfig(root=sandbox_root), samples=samples, concurrency=concurrency,
-            run_id=run_id, db=db, retries=retries, task_errors=errors, on_rollout=on_rollout,
+            max_concurrency=max_concurrency, control=not no_control, run_id=run_id, db=db, retries=retries,
+            task_errors=errors, on_rollout=on_rollout,
             handle_signals=True, executor="ray" if ray_address else executor,
             executor_options=parse_options(executor_opts, "--executor-opt")
             | ({"address": ray_address} if ray_address else {}), retry_unscored=retry_unscored,

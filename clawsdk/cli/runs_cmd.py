@@ -8,7 +8,9 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from clawsdk._text import clean
 from clawsdk.cli.common import console, db_option, fmt_reward, friendly_errors
+from clawsdk.cli.show_render import render_event
 from clawsdk.store.store import Store, default_db_path
 
 
@@ -54,42 +56,6 @@ def _fold(text: str, lines: int) -> str:
     return text
 
 
-def render_event(e: dict, full: bool) -> str:
-    p, kind, n = e["payload"], e["kind"], 0 if full else 20
-    dur = f" [dim]{e['duration_ms']:.1f} ms[/dim]" if e.get("duration_ms") is not None else ""
-    head = f"[dim]{e['seq']:>4}[/dim] "
-    if kind == "tool_call":
-        args = json.dumps(p.get("args", {}), ensure_ascii=False, indent=None)
-        return head + f"[bold cyan]→ {escape(p['tool'])}[/bold cyan] {escape(_fold(args, n))}"
-    if kind == "tool_result":
-        mark = "[red]✗[/red]" if p.get("is_error") else "[green]←[/green]"
-        return head + f"{mark} {escape(p['tool'])}{dur}\n" + escape(_fold(str(p.get("content", "")), n))
-    if kind == "model_request":
-        msgs = p.get("messages", [])
-        last = msgs[-1] if msgs else {}
-        return head + f"[magenta]model request[/magenta] ({len(msgs)} messages; last: " \
-            f"{escape(str(last.get('role', '')))})"
-    if kind == "model_response":
-        msg = p.get("message", {})
-        calls = msg.get("tool_calls") or []
-        text = msg.get("content") or ""
-        out = head + f"[magenta]model[/magenta]{dur}"
-        if text:
-            out += "\n" + escape(_fold(text, n))
-        for c in calls:
-            fn = c.get("function", c)
-            out += f"\n  [magenta]tool call[/magenta] {escape(str(fn.get('name')))} {escape(str(fn.get('arguments')))}"
-        return out
-    if kind == "verifier":
-        return head + f"[yellow]check[/yellow] {escape(str(p.get('check')))}: {p.get('score')}  " \
-            f"[dim]{escape(str(p.get('detail', ''))[:300])}[/dim]"
-    if kind == "sandbox_exec":
-        return head + f"[yellow]exec[/yellow] {escape(str(p.get('command') or p.get('harness'))[:200])} → exit {p.get('exit_code')}{dur}"
-    if kind == "error":
-        return head + f"[red]error ({escape(str(p.get('kind')))})[/red] {escape(str(p.get('message')))}"
-    return head + f"{kind} {escape(json.dumps(p)[:500])}"
-
-
 def _earlier_attempt_line(shown: int, last: int, events: list[dict], verdict: dict | None) -> None:
     """The status line of an attempt before the last: the rollout row holds only the last attempt's
     status, so this one's ending comes from its own error event and its score from its own verdict."""
@@ -110,10 +76,13 @@ def _earlier_attempt_line(shown: int, last: int, events: list[dict], verdict: di
 @db_option
 @click.option("--full", is_flag=True, help="Do not fold long outputs.")
 @click.option("--attempt", type=int, default=None, help="An earlier attempt (default: the last).")
-@click.option("--json", "as_json", is_flag=True, help="The rollout, its events and verdict as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="The rollout, its events and verdict as JSON (for machines).")
 @friendly_errors
 def show_command(rollout_id, db, full, attempt, as_json):
-    """Show one rollout's whole trajectory: every model call, tool call and result, and the verdict."""
+    """Show one rollout's whole trajectory: every model call, tool call and result, and the verdict.
+
+    Files the agent wrote and read, edits (as diffs), commands and their output are shown as text,
+    highlighted by file type; --json gives the same data for machines."""
     with open_store(db) as store:
         ro = store.rollout(rollout_id)
         if ro is None:
@@ -137,14 +106,16 @@ def show_command(rollout_id, db, full, attempt, as_json):
                       f"passed {passed}  "
                       f"tool calls {ro['n_tool_calls']}  {ro['duration_s'] or 0:.2f} s")
         if ro["error"]:
-            console.print(f"[red]{escape(ro['error'])}[/red]")
+            console.print(f"[red]{escape(clean(ro['error'], lines=True))}[/red]")
     else:
         _earlier_attempt_line(shown, last, events, verdict)
     if task is not None:
-        console.print(f"[dim]instruction:[/dim] {escape(_fold(task.instruction, 0 if full else 6))}")
+        console.print(f"[dim]instruction:[/dim] {escape(clean(_fold(task.instruction, 0 if full else 6), lines=True))}")
     console.rule()
+    calls = {e["seq"]: e["payload"] for e in events if e["kind"] == "tool_call"}
     for e in events:
-        console.print(render_event(e, full))
+        for part in render_event(e, full, calls):
+            console.print(part)
     if verdict:
         console.rule()
         table = Table(title=f"verdict ({verdict['verifier']}): score {verdict['score']:.2f}, "
@@ -154,5 +125,5 @@ def show_command(rollout_id, db, full, attempt, as_json):
         table.add_column("weight", justify="right")
         table.add_column("detail")
         for s in verdict["subscores"]:
-            table.add_row(escape(s["name"]), f"{s['score']:.2f}", f"{s['weight']:g}", escape((s["detail"] or "")[:120]))
+            table.add_row(escape(s["name"]), f"{s['score']:.2f}", f"{s['weight']:g}", escape(clean((s["detail"] or "")[:120])))
         console.print(table)

@@ -18,10 +18,12 @@ from clawsdk.store.store import Store, default_db_path
     type=click.FloatRange(0.05, 60),
     help="Seconds between looks at the store.",
 )
+@click.option("--follow", is_flag=True, help="Follow each new run as it starts (else a new run is announced; n "
+              "follows it).")
 @click.option("--wait-for-run", is_flag=True, hidden=True,
               help="Wait for --run to appear (`run --watch` opens the view while its child starts the run).")
 @friendly_errors
-def watch_command(db, run_id, interval, wait_for_run=False):
+def watch_command(db, run_id, interval, follow=False, wait_for_run=False):
     """Watch runs and rollouts live: progress, failures, and each rollout's events as they happen.
 
     Reads the store only, so it works on a run another process is writing and on a finished
@@ -39,4 +41,4 @@ def watch_command(db, run_id, interval, wait_for_run=False):
         raise click.ClickException(
             f"the watch view needs textual ({e}); install it with: pip install 'clawsdk[tui]'"
         ) from e
-    WatchApp(path, run_id=run_id, interval=interval).run()
+    WatchApp(path, run_id=run_id, interval=interval, follow=follow).run()

@@ -32,6 +32,7 @@ from clawsdk.proxy.anthropic import AnthropicMessages
 from clawsdk.proxy.openai_chat import Assembly, OpenAIChat, bad_upstream, response_record
 from clawsdk.proxy.openai_responses import OpenAIResponses
 from clawsdk.proxy.upstream import HttpUpstream, UpstreamError, chunks_of
+from clawsdk.runtime.concurrency import report_model_status
 
 if TYPE_CHECKING:
     from clawsdk.proxy.wire import Protocol
@@ -271,6 +272,7 @@ class ModelProxy:
         translator = None if passthrough or not stream else protocol.stream(params)
         try:
             async with self.upstream.open(data, up_stream) as r:
+                report_model_status(r.status_code)  # -c auto counts 429/503 of harness agents' models too
                 if not up_stream:
                     raw = await r.read()
                     status = r.status_code

@@ -30,6 +30,14 @@ class AgentContext:
     def instruction(self) -> str:
         return self.task.instruction
 
+    def time_left(self) -> float | None:
+        """Seconds the agent has left (time the run spent paused is given back), or None outside a rollout's
+        agent phase."""
+        import anyio
+
+        scope = getattr(self.recorder, "agent_scope", None)
+        return None if scope is None else scope.deadline - anyio.current_time()
+
 
 class Agent(abc.ABC):
     name: str = "agent"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -45,6 +47,12 @@ class Recorder:
         self.keep = keep or writer is None
         self.kept: list[dict] = []
         self.remote_seqs: dict[int, int] = {}  # record_rows: a seq that moved, where it was recorded -> here
+        #: the run's pause gate (`Slots`): a model call waits at its model_request while the run is paused
+        self.gate: Any = None
+        #: `-c auto`'s controller hears model latencies, errors and sandbox starts here
+        self.observe: Callable[[str, float | None, dict | None], None] | None = None
+        #: the agent phase's cancel scope, whose deadline a pause pushes back (set by attempt_rollout)
+        self.agent_scope: anyio.CancelScope | None = None
 
     def _number(self, kind: str, ts: str, duration_ms: float | None, payload: dict | None,
                 raw: str | None) -> tuple:
@@ -65,11 +73,28 @@ class Recorder:
     async def record(self, kind: str, payload: dict[str, Any], *, duration_ms: float | None = None) -> int:
         if kind not in _KINDS:
             raise ValueError(f"unknown event kind {kind!r}; one of {EVENT_KINDS}")
+        if kind == "model_request" and self.gate is not None and self.gate.paused:
+            await self.wait_unpaused()
         raw = dumps(payload) if self.writer is not None else None
         row = self._number(kind, now(), duration_ms, payload, raw)
         if self.writer is not None:
             await self.writer.events([row])
+        if self.observe is not None and kind in ("model_response", "error"):
+            self.observe(kind, duration_ms, payload)
         return row[2]
+
+    async def wait_unpaused(self) -> None:
+        """Wait while the run is paused, and give the agent's clock the time back: a pause is not the agent's."""
+        scope = self.agent_scope
+        if scope is None:
+            await self.gate.wait_unpaused()
+            return
+        deadline, scope.deadline = scope.deadline, math.inf  # the agent's clock stands still while it waits
+        paused_at = anyio.current_time()
+        try:
+            await self.gate.wait_unpaused()
+        finally:
+            scope.deadline = deadline + (anyio.current_time() - paused_at)
 
     async def record_rows(self, rows: list[tuple]) -> None:
         """Events recorded elsewhere (store rows from a Ray worker's recorder), as one batch.
@@ -78,10 +103,13 @@ class Recorder:
         in the order given, and the seqs their payloads name (LINKS) follow.
         """
         out = []
+        observe = self.observe
         for _rid, _attempt, seq, kind, ts, ms, raw in rows:
             if seq != self.seq:  # only then can a payload name a seq that moved
                 self.remote_seqs[seq] = self.seq
             out.append(self._number(kind, ts, ms, None, self._relinked(kind, raw)))
+            if observe is not None and kind in ("model_response", "error"):
+                observe(kind, ms, json.loads(raw or "null") if kind == "error" else None)
         if out and self.writer is not None:
             await self.writer.events(out)
 

@@ -165,7 +165,10 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
     try:
         try:
             sandbox = make_sandbox()
+            t0 = time.perf_counter()
             await sandbox.start(task)
+            if recorder.observe is not None:  # `-c auto`: how long sandboxes take to start is host pressure
+                recorder.observe("sandbox_start", (time.perf_counter() - t0) * 1000, None)
         except RolloutError:
             raise
         except Exception as e:
@@ -175,8 +178,12 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
                                     task=task) as tools:
             try:
                 # an agent that boots a program first (OpenClaw) gets its boot on top, and keeps its own time
-                with anyio.fail_after(time_limit + getattr(agent, "startup_allowance_s", 0.0)):
-                    await agent.run(AgentContext(task=task, tools=tools, recorder=recorder, sandbox=sandbox))
+                with anyio.fail_after(time_limit + getattr(agent, "startup_allowance_s", 0.0)) as scope:
+                    recorder.agent_scope = scope  # a paused run pushes its deadline back
+                    try:
+                        await agent.run(AgentContext(task=task, tools=tools, recorder=recorder, sandbox=sandbox))
+                    finally:
+                        recorder.agent_scope = None
             except TimeoutError:
                 kind = FailureKind.AGENT_TIMEOUT
                 error = f"agent did not finish within {time_limit:g} s"

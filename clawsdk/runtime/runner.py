@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import inspect
 import json
 import logging
@@ -26,13 +28,16 @@ import anyio
 from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.agent import Agent
-from clawsdk.runtime.executor import Executor, RolloutJob
+from clawsdk.runtime.concurrency import (AUTO, DEFAULT_CEILING, Controller, HostSampler, Slots, WorkQueue,
+                                         fd_ceiling, listen_model_status, parse_concurrency, vllm_queue_probe)
+from clawsdk.runtime.control import ControlError, Steering, serve_control, socket_path
+from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.runtime.ids import new_run_id, rollout_id
 from clawsdk.runtime.recorder import Recorder
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle, runnable
-from clawsdk.sandbox.hostdir import check_root
+from clawsdk.sandbox.hostdir import check_root, workspace_root
 from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task, category_label
@@ -40,7 +45,7 @@ from clawsdk.tasks.model import Task, category_label
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(slots=True)  # one per rollout, kept to the end of the run
 class RolloutOutcome:
     rollout_id: str
     task_id: str
@@ -63,6 +68,7 @@ class RunResult:
     retried: int = 0  # left unscored by an earlier invocation and run again (retry_unscored)
     task_errors: list[TaskFormatError] = field(default_factory=list)
     interrupted: bool = False
+    cancelled_by: str | None = None  # who cancelled it through its control channel
 
 
 class RunConflict(ClawError):
@@ -123,7 +129,8 @@ async def run(
     sandbox: str = "auto",
     sandbox_config: SandboxConfig | None = None,
     samples: int = 1,
-    concurrency: int = 8,
+    concurrency: int | str = "auto",
+    max_concurrency: int | None = None,
     run_id: str | None = None,
     db: str | os.PathLike | None = None,
     retries: int = 2,
@@ -134,15 +141,24 @@ async def run(
     executor: str | Executor = "local",
     executor_options: dict[str, Any] | None = None,
     retry_unscored: bool = False,
+    control: bool = True,
 ) -> RunResult:
     """Run `samples` rollouts of every task and record them in the store at `db`.
 
     `sandbox="auto"` is bwrap where bubblewrap works, else local (no isolation). Rerunning a run id
     resumes it: finished samples are kept; with `retry_unscored`, those that ended unscored (the model
     server, the sandbox or the verifier failed) are run again, as a next attempt.
+
+    `concurrency="auto"` lets the controller (clawsdk/runtime/concurrency.py) find the level, up to
+    `max_concurrency`; a number fixes it. With `control`, the run listens on its control channel
+    (clawsdk/runtime/control.py: `clawsdk ctl`, the TUI) while it goes on.
     """
-    if samples < 1 or concurrency < 1:
-        raise ValueError("samples and concurrency must be at least 1")
+    concurrency = parse_concurrency(concurrency)
+    if samples < 1:
+        raise ValueError("samples must be at least 1")
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1")
+    auto = concurrency == AUTO
     registry = get_registry()
     the_agent = _load_agent(agent, agent_options or {})
     cfg = sandbox_config or SandboxConfig()
@@ -163,7 +179,7 @@ async def run(
     if isinstance(executor, str):
         options = dict(executor_options or {})
         if executor == "local":
-            options.setdefault("verifier_concurrency", concurrency)
+            options.setdefault("verifier_concurrency", max_concurrency or DEFAULT_CEILING if auto else concurrency)
         executor = _build(registry.get("executors", executor), options, f"executor {executor!r}", "--executor-opt")
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
@@ -180,18 +196,20 @@ async def run(
     run_tasks = {**(before.get("tasks") or {}), **{t.id: t.hash for t in tasks}}  # task id -> hash
     run_samples = max(samples, int(before.get("samples") or 0))
     by_category = {t.id: category_label(t) or None for t in tasks}
-    sandbox_slots = anyio.CapacityLimiter(concurrency)
+    work = WorkQueue(plan)
+    slots = Slots(1 if auto else concurrency)
     agent_by_name = agent if isinstance(agent, str) else None
     started: list[str] = []  # every rollout this invocation started: it must end them all
     failure: BaseException | None = None
     writer: StoreWriter | None = None
 
     try:
-        async with StoreWriter(db_path) as writer, executor:
+        async with StoreWriter(db_path) as writer, executor, _collector_for_runs():
             await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
                              samples=run_samples, config={
                                  "agent": agent_name, "agent_options": recorded(agent_options), "sandbox": sandbox,
                                  "samples": run_samples, "concurrency": concurrency, "retries": retries,
+                                 **({"max_concurrency": max_concurrency} if max_concurrency else {}),
                                  "tasks": dict(sorted(run_tasks.items())),
                                  # what progress counts against (`clawsdk watch`)
                                  "planned": len(run_tasks) * run_samples})
@@ -201,16 +219,36 @@ async def run(
                 await writer.put("record_task_error", run_id=run_id, path=err.path, field=err.field,
                                  task_id=err.task_id, message=err.message)
 
+            async def record_control(**row: Any) -> None:
+                await writer.put("record_run_control", run_id=run_id, level=slots.level, paused=slots.paused, **row)
+
+            # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto` wakes it
+            controller = Controller(
+                slots, ceiling=min(max_concurrency or DEFAULT_CEILING, fd_ceiling(), max(1, len(plan))),
+                initial=_start_concurrency(registry.get("sandboxes", sandbox)),
+                sees_sandbox_starts=isinstance(executor, LocalExecutor),
+                sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
+                queue_probe=_model_queue_probe(agent_options), fixed=None if auto else concurrency,
+                on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
+                                                     reason=d.reason, detail=d.detail))
+            await record_control(source="controller", actor="auto" if auto else "-c", action="start",
+                                 reason=controller.reason, detail={"ceiling": controller.ceiling} if auto else None)
+
             async def one(task: Task, sample: int) -> None:
                 rid = rollout_id(run_id, task.id, sample)
+                requeued.discard(rid)
                 attempt = attempts.get(rid, -1)
-                async with sandbox_slots:
+                try:
                     started.append(rid)
                     for retry in range(retries + 1):
+                        if retry:  # paused: no new attempt either
+                            await slots.wait_unpaused()
                         attempt += 1
                         await record_start(writer, rollout_id=rid, run_id=run_id, task=task, sample=sample,
                                            attempt=attempt, agent=agent_name, model=getattr(the_agent, "model", None))
                         recorder = Recorder(writer, rid, attempt)
+                        recorder.gate = slots
+                        recorder.observe = controller.observe
 
                         async def cancelled() -> None:
                             await record_cancelled(writer, rid, attempt, recorder)
@@ -225,6 +263,7 @@ async def run(
                             raise
                         last = retry == retries or not res.kind.retryable or not res.retryable
                         verdict = res.verdict
+                        controller.rollout_finished(res.kind.value, res.duration_s)
                         await record_ending(writer, rid, attempt, res, last=last)
                         if last:
                             break
@@ -234,6 +273,9 @@ async def run(
                         except BaseException:
                             await cancelled()
                             raise
+                finally:
+                    slots.give()
+                    work.done()
                 outcome = RolloutOutcome(
                     rollout_id=rid, task_id=task.id, sample=sample, kind=res.kind,
                     reward=verdict.score if verdict and res.kind.scored else None,
@@ -245,14 +287,50 @@ async def run(
                 if on_rollout is not None:
                     on_rollout(outcome)
 
+            requeued: set[str] = set()  # queued again and not started yet: a second requeue skips them
+
+            async def requeue() -> int:
+                await writer.flush()  # the endings of rollouts that just ended, in the store
+                items = await anyio.to_thread.run_sync(_unscored, db_path, run_id, {t.id: t for t in tasks})
+                items = [(rid, item) for rid, item in items if rid not in requeued]
+                for rid, (task, sample, attempt) in items:
+                    try:
+                        work.put((task, sample))
+                    except RuntimeError as e:
+                        raise ControlError(str(e)) from None
+                    attempts[rid] = max(attempts.get(rid, -1), attempt)
+                    requeued.add(rid)
+                result.retried += len(items)
+                return len(items)
+
             async with anyio.create_task_group() as outer:
                 if handle_signals:
                     outer.start_soon(_cancel_on_signal, outer.cancel_scope, result)
                 outer.start_soon(_cancel_on_store_failure, outer.cancel_scope, writer)
-                async with anyio.create_task_group() as rollouts:
-                    for task, sample in plan:
-                        rollouts.start_soon(one, task, sample)
-                outer.cancel_scope.cancel()  # all done: stop watching for signals and the writer
+
+                def cancel(who: str) -> None:
+                    result.interrupted = True
+                    result.cancelled_by = who
+                    outer.cancel_scope.cancel()
+
+                steering = Steering(run_id, slots, controller, record=record_control, cancel=cancel,
+                                    requeue=requeue, verifiers=getattr(executor, "verifier_slots", None))
+                if control:
+                    await _open_control(outer, db_path, run_id, steering)
+                outer.start_soon(controller.run)
+                stop_listening = listen_model_status(controller.model_status)
+                try:
+                    async with anyio.create_task_group() as rollouts:
+                        async for task, sample in work:
+                            try:
+                                await slots.take()
+                            except BaseException:
+                                work.done()
+                                raise
+                            rollouts.start_soon(one, task, sample)
+                finally:
+                    stop_listening()
+                outer.cancel_scope.cancel()  # all done: stop watching for signals, the writer and the channel
     except BaseException as e:  # noqa: BLE001 - every ending is settled below; cancellation is re-raised there
         failure = e
     finally:
@@ -280,6 +358,69 @@ async def run(
     return result
 
 
+#: the cyclic collector's thresholds while rollouts run: each rollout allocates (tasks, coroutines, MCP messages,
+#: pydantic models) at a rate that made the default (700, 10, 10) collect the young generation hundreds of
+#: times a second, and the whole heap every 70,000 allocations; at 1,000 concurrent rollouts that was 45% of
+#: the run's CPU (benchmarks/load.py: 12.5 s of CPU, 7.4 s with no collector). A young generation of 10,000
+#: makes every collection 14x rarer: 9.3 s. Raising the older generations' thresholds too (50, 100) saved
+#: 0.7 s more and kept 16 MB more garbage at 1,000 tasks: not worth it.
+RUN_GC_THRESHOLDS = (10_000, 10, 10)
+_gc_runs = [0, None]  # runs in flight in this process, the thresholds before the first
+
+
+@contextlib.asynccontextmanager
+async def _collector_for_runs():
+    if _gc_runs[0] == 0:
+        _gc_runs[1] = gc.get_threshold()
+        gc.set_threshold(*RUN_GC_THRESHOLDS)
+    _gc_runs[0] += 1
+    try:
+        yield
+    finally:
+        _gc_runs[0] -= 1
+        if _gc_runs[0] == 0 and _gc_runs[1] is not None:
+            gc.set_threshold(*_gc_runs[1])
+
+
+async def _open_control(tg: anyio.abc.TaskGroup, db_path: Path, run_id: str, steering: Steering) -> None:
+    """The run's control channel (`clawsdk ctl`); a run that cannot open one goes on without it, and says so."""
+    try:
+        await tg.start(serve_control, socket_path(db_path, run_id), db_path, steering.handle)
+    except (ControlError, OSError) as e:
+        log.warning("run %s goes on without its control channel (clawsdk ctl): %s", run_id, e)
+
+
+def _start_concurrency(factory: Any) -> int | None:
+    """Where `-c auto` starts for this sandbox backend: its factory's `start_concurrency()`, if it has one (a
+    container engine slows as it creates more at once), else the controller's own default."""
+    start = getattr(factory, "start_concurrency", None)
+    try:
+        return max(1, int(start())) if callable(start) else None
+    except Exception:  # noqa: BLE001 - a hint, never a reason to fail the run
+        return None
+
+
+def _model_queue_probe(agent_options: dict[str, Any] | None) -> Callable[[], float | None] | None:
+    base_url = (agent_options or {}).get("base_url")
+    return vllm_queue_probe(base_url) if isinstance(base_url, str) else None
+
+
+def _unscored(db_path: Path, run_id: str, tasks: dict[str, Task]) -> list[tuple[str, tuple[Task, int, int]]]:
+    """The rollouts of `run_id` that finished unscored, as (rollout id, (task, sample, last attempt)); a task
+    this invocation did not load comes from the store."""
+    out = []
+    with Store(db_path, readonly=True) as store:
+        rows = store.query("SELECT id, task_id, task_hash, sample, attempt FROM rollouts WHERE run_id = ? "
+                           "AND status = 'finished' AND NOT scored ORDER BY task_id, sample", [run_id])
+        for r in rows:
+            task = tasks.get(r["task_id"])
+            if task is None or task.hash != r["task_hash"]:
+                task = store.task(r["task_hash"])
+            if task is not None:
+                out.append((r["id"], (task, r["sample"], r["attempt"])))
+    return out
+
+
 async def _cancel_on_store_failure(scope: anyio.CancelScope, writer: StoreWriter) -> None:
     await writer.failed.wait()
     scope.cancel()  # nothing more would be recorded: stop rather than run rollouts nobody can see
@@ -294,8 +435,12 @@ def _ending(result: RunResult, failure: BaseException | None, writer: StoreWrite
         leaf = first_leaf(failure)
         if isinstance(leaf, Exception):
             return "failed", f"{type(leaf).__name__}: {_short(leaf)}"
+        if result.cancelled_by:
+            return "interrupted", f"cancelled by {result.cancelled_by}"
         return "interrupted", "cancelled" if not isinstance(leaf, KeyboardInterrupt) else "interrupted (Ctrl-C)"
     if result.interrupted:
+        if result.cancelled_by:
+            return "interrupted", f"cancelled by {result.cancelled_by}"
         return "interrupted", "interrupted by a signal"
     return "finished", None
 

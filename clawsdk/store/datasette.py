@@ -40,6 +40,8 @@ TABLES = {
     "datasets": "Exported training datasets (NAME@vN), with the selection rules that made them.",
     "dataset_rows": "Which rollout (or task) each row of a dataset was built from.",
     "checkpoints": "Trained checkpoints, with their trainer, base model, dataset and metrics.",
+    "run_control": "How a live run was steered: the adaptive concurrency controller's decisions and each "
+                   "operator's pause, resume, cancel, requeue or setting (`clawsdk ctl`, the TUI), with who and why.",
     "tool_calls": "View: every tool call, its tool name and JSON arguments.",
     "tool_results": "View: every tool result as text (unescaped), with the tool name and whether it failed.",
 }

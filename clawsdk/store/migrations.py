@@ -432,3 +432,26 @@ def m008_readable_views(db: sqlite_utils.Database) -> None:
                json_extract(e.payload, '$.content') AS content   -- the result's text, unescaped
         FROM events e WHERE e.kind = 'tool_result'"""
     )
+
+
+@migration
+def m009_run_control(db: sqlite_utils.Database) -> None:
+    """How a live run was steered: each decision of the adaptive concurrency controller (`-c auto`) and each
+    change an operator made through the run's control channel (`clawsdk ctl`, the TUI), with who and when."""
+    db.execute(
+        """
+        CREATE TABLE run_control (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(id),
+            ts TEXT NOT NULL,
+            source TEXT NOT NULL,         -- controller | operator
+            actor TEXT NOT NULL,          -- who: auto (the controller), or the operator's user, pid and client
+            action TEXT NOT NULL,         -- controller: start | raise | lower | hold | revert;
+                                          -- operator: pause | resume | cancel | requeue_unscored | set
+            level INTEGER,                -- the concurrency in force after it
+            paused INTEGER,               -- 1 while the run is paused
+            reason TEXT,                  -- why, for humans: the signals behind a decision, what was set
+            detail TEXT                   -- JSON: the figures (throughput, latencies, host) or the values set
+        )"""
+    )
+    db.execute("CREATE INDEX run_control_run ON run_control(run_id, id)")

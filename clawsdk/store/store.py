@@ -332,6 +332,16 @@ class Store:
             [run_id, printable(path), printable(field), printable(task_id), printable(message), now()],
         )
 
+    def record_run_control(self, *, run_id: str, source: str, actor: str, action: str, level: int | None,
+                           paused: bool, reason: str | None, detail: dict | None = None) -> None:
+        """One decision of the concurrency controller or one operator's change to a live run (run_control)."""
+        self.db.execute(
+            "INSERT INTO run_control (run_id, ts, source, actor, action, level, paused, reason, detail) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [run_id, now(), source, printable(actor), action, level, int(paused), printable(reason),
+             dumps(detail) if detail is not None else None],
+        )
+
     # ---- reads ---------------------------------------------------------------------------
 
     def query(self, sql: str, params: Any = None) -> list[dict]:
@@ -409,6 +419,13 @@ class Store:
 
         rows = self.query("SELECT data FROM tasks WHERE hash = ?", [task_hash])
         return Task.model_validate_json(rows[0]["data"]) if rows else None
+
+    def run_control(self, run_id: str, *, last: int | None = None) -> list[dict]:
+        """How run `run_id` was steered, oldest first (the last `last` rows when given)."""
+        if last is None:
+            return self.query("SELECT * FROM run_control WHERE run_id = ? ORDER BY id", [run_id])
+        rows = self.query("SELECT * FROM run_control WHERE run_id = ? ORDER BY id DESC LIMIT ?", [run_id, last])
+        return rows[::-1]
 
     def task_errors(self, run_id: str | None = None) -> list[dict]:
         if run_id is None:

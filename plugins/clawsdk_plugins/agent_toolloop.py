@@ -159,7 +159,9 @@ class ToolLoopAgent(Agent):
         used_tokens = 0
         budget: int | None = None  # tightened for the rest of the rollout by what an overflow said
         for turn in range(self.max_turns):
-            left_s = ctx.task.limits.timeout_s - (time.monotonic() - started)
+            left_s = ctx.time_left()  # the runner's clock: time the run spent paused is given back
+            if left_s is None:
+                left_s = ctx.task.limits.timeout_s - (time.monotonic() - started)
             max_tokens = min(self.max_tokens, self.max_rollout_tokens - used_tokens)
             if max_tokens <= 0:
                 raise AgentTimeout(f"used the rollout's {self.max_rollout_tokens} completion tokens "

@@ -38,7 +38,9 @@ import json
 import logging
 import os
 import queue
+import re
 import secrets
+import sys
 import threading
 import time
 import traceback
@@ -140,10 +142,19 @@ class RayExecutor(Executor):
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> RayExecutor:
+        address = self.address
+        if (address or os.environ.get("RAY_ADDRESS") or "").startswith("ray://"):
+            raise RayExecutorError(
+                "ray executor: ray:// (Ray Client) is not supported: run `clawsdk run` on the head node, or "
+                "as a Ray job there (docs/ray.md), with --executor-opt address=auto")
+        joining = address not in (None, "local") or bool(os.environ.get("RAY_ADDRESS"))
+        if joining and "RAY_AUTH_MODE" not in os.environ and "ray" not in sys.modules:
+            # a cluster clawsdk runs on requires a token (docs/ray.md); without one here, Ray would retry for
+            # 20 s and say only that it could not connect. (Ray reads it when it is imported.)
+            os.environ["RAY_AUTH_MODE"] = "token"
         ray = _import_ray()
         if not ray.is_initialized():
-            address = self.address
-            kwargs: dict[str, Any] = {"namespace": self.namespace, "runtime_env": self.runtime_env,
+            kwargs: dict[str, Any] = {"namespace": self.namespace, "runtime_env": worker_env(self.runtime_env),
                                       "log_to_driver": self.log_to_driver}
             if address is None and (self.num_cpus is not None or self.num_gpus is not None):
                 # sizes only make sense for a cluster we start: start a new one on this machine
@@ -157,10 +168,7 @@ class RayExecutor(Executor):
             try:
                 ray.init(address=address, **{k: v for k, v in kwargs.items() if v is not None})
             except Exception as e:
-                where = address or "a local cluster"
-                raise RayExecutorError(f"ray executor: could not start or reach {where}: "
-                                       f"{type(e).__name__}: {e}. Start one with `ray start --head` and pass "
-                                       "--executor-opt address=HOST:6379 (or set RAY_ADDRESS)") from e
+                raise RayExecutorError(_unreachable(ray, address or os.environ.get("RAY_ADDRESS"), e)) from e
             self._started_ray = True
             _private_token_file(create=False)  # one Ray wrote just now, starting a cluster for address=None
         self._remote = ray.remote(_attempt_stream)
@@ -231,7 +239,7 @@ class RayExecutor(Executor):
         result: AttemptResult | None = None
         try:
             # the task and the agent instance travel once per run, by reference
-            shipped = dataclasses.replace(job, task=None, agent=None,
+            shipped = dataclasses.replace(job, task=None, agent=None, agent_options=portable(job.agent_options),
                                           sandbox_config=_absolute_root(job.sandbox_config))
             stream = self._remote.options(**self.task_options(job)).remote(
                 shipped, self._task_ref(job), self._agent_payload(job), self.settings)
@@ -263,6 +271,80 @@ def _absolute_root(config: SandboxConfig) -> SandboxConfig:
     if config.root and not os.path.isabs(config.root):
         return dataclasses.replace(config, root=os.path.abspath(config.root))
     return config
+
+
+#: environment variables never sent to the workers through the runtime environment (Ray shows it to whoever
+#: can see the job): credentials reach the workers by their own environment
+_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?|AUTH)", re.I)
+
+
+def _portable_value(value: Any, *, bare: bool = False) -> Any:
+    """A relative path the driver has (`script=runs/s.yaml`, `home=.clawsdk/openclaw`) as the absolute path it
+    names: a worker's working directory is not the driver's. A bare name (`prefix`) counts only with `bare`
+    or a file extension (`s.yaml`): an option `model=embedded` beside a folder of that name is no path."""
+    if not isinstance(value, str) or not value or "://" in value or os.path.isabs(value):
+        return value
+    if not (bare or value.startswith((".", "~")) or os.sep in value or os.path.splitext(value)[1]):
+        return value
+    path = os.path.expanduser(value)
+    return os.path.abspath(path) if os.path.exists(path) else value
+
+
+def portable(options: dict[str, Any]) -> dict[str, Any]:
+    """Agent options as the workers need them: each relative path the driver has, made absolute (general, for
+    every agent: a script, an install prefix, a config file)."""
+    return {k: _portable_value(v) for k, v in options.items()}
+
+
+def worker_env(runtime_env: dict | None) -> dict:
+    """The runtime environment the workers get: the user's, plus the driver's CLAWSDK_* variables (install
+    prefixes such as CLAWSDK_OPENCLAW_HOME and every other agent's, the skills folder; relative paths made
+    absolute; none that holds a credential) and the driver's working directory, which a worker on a node
+    that has it works in (relative paths in tasks and options then mean what they mean on the driver)."""
+    env = {k: _portable_value(v, bare=True) for k, v in os.environ.items()
+           if k.startswith("CLAWSDK_") and not _SECRET_NAME.search(k[len("CLAWSDK_"):])}
+    env["CLAWSDK_DRIVER_CWD"] = os.getcwd()
+    merged = dict(runtime_env or {})
+    merged["env_vars"] = {**env, **(merged.get("env_vars") or {})}
+    return merged
+
+
+def _token_source() -> str | None:
+    """Where this driver's Ray token comes from, or None when it has none."""
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    if (path := os.environ.get("RAY_AUTH_TOKEN_PATH")) and os.path.exists(path):
+        return f"RAY_AUTH_TOKEN_PATH ({path})"
+    default = Path.home() / ".ray" / "auth_token"
+    return str(default) if default.exists() else None
+
+
+def _unreachable(ray: Any, address: str | None, e: Exception) -> str:
+    """Why `ray.init` failed, said so that a missing or wrong token is named as such."""
+    where = address or "a local cluster"
+    auth_error = getattr(getattr(ray, "exceptions", None), "AuthenticationError", ())
+    how = ("set RAY_AUTH_TOKEN to the cluster's token (on the head: `ray get-auth-token`), or RAY_AUTH_TOKEN_PATH "
+           "to a file that holds it, or put it in ~/.ray/auth_token")
+    if isinstance(e, auth_error) or "authentication token" in str(e).lower():
+        return (f"ray executor: the cluster at {where} requires Ray's token authentication and this driver has "
+                f"no token: {how} (a cluster started without authentication needs RAY_AUTH_MODE=disabled here)")
+    source = _token_source()
+    if address not in (None, "local", "auto") and source and _listens(address):
+        return (f"ray executor: {where} answers but refused this driver ({type(e).__name__}: {e}): is the token "
+                f"from {source} the cluster's? {how}")
+    return (f"ray executor: could not start or reach {where}: {type(e).__name__}: {e}. Start one with `ray start "
+            "--head` and pass --executor-opt address=HOST:6379 (or set RAY_ADDRESS)")
+
+
+def _listens(address: str) -> bool:
+    import socket
+
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=2):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _import_ray() -> Any:
@@ -368,6 +450,10 @@ def _describe_failure(ray: Any, exc: BaseException) -> str:
     lost = tuple(getattr(exceptions, n) for n in ("WorkerCrashedError", "NodeDiedError", "ObjectLostError",
                                                  "OwnerDiedError", "LocalRayletDiedError", "RaySystemError")
                  if hasattr(exceptions, n))
+    if "No module named" in str(exc):  # the agent (pickled) or a plugin is not installed where it ran
+        missing = str(exc)[str(exc).index("No module named"):].splitlines()[0]
+        return (f"the rollout could not be loaded on the ray worker ({missing}): install it on the workers (the "
+                "same clawsdk, plugins and agent modules as the driver), or ship it with --executor-opt runtime_env")
     if isinstance(exc, lost):
         return (f"ray worker lost during the attempt ({type(exc).__name__}); "
                 "retried as a new attempt elsewhere")
@@ -401,6 +487,17 @@ class _QueueWriter:
                     await anyio.sleep(0.005)
 
 
+def _work_where_the_driver_does() -> None:
+    """On a node that has the driver's working directory (this machine, a shared file system), work there, as
+    the driver's rollouts do: an install prefix or a script named relative to it is found."""
+    cwd = os.environ.get("CLAWSDK_DRIVER_CWD")
+    if cwd and os.path.isdir(cwd) and os.getcwd() != cwd:
+        try:
+            os.chdir(cwd)
+        except OSError:
+            pass
+
+
 def _rebuild_agent(job: RolloutJob, pickled: Any) -> Agent:
     if pickled is not None:
         return pickled  # Ray resolved the reference to the instance
@@ -419,6 +516,7 @@ async def _run_on_worker(job: RolloutJob, pickled_agent: Any, q: queue.Queue, bo
     from clawsdk.runtime.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
 
+    _work_where_the_driver_does()
     recorder = Recorder(_QueueWriter(q), job.rollout_id, job.attempt, keep=True)  # type: ignore[arg-type]
     with anyio.CancelScope() as scope:
         box["cancel"] = (scope, anyio.lowlevel.current_token())

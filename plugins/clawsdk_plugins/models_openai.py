@@ -31,6 +31,7 @@ from clawsdk.hookspecs import hookimpl
 from clawsdk.models import completion, toolcalls
 from clawsdk.models.base import ChatResponse, Model
 from clawsdk.models.completion import MalformedAnswer
+from clawsdk.runtime.concurrency import report_model_status
 
 try:  # mcp 2.x depends on httpx2; plain httpx has the same API
     import httpx2 as httpx
@@ -191,6 +192,7 @@ class OpenAIModel(Model):
                 last = f"{type(e).__name__}: {e}"
             else:
                 status = response.status_code
+                report_model_status(status)  # -c auto counts 429/503, retried ones too
                 if status < 400:
                     try:
                         return self._response(raw_body)

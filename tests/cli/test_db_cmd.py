@@ -86,7 +86,8 @@ def test_db_serve_runs_datasette_on_the_store_with_the_metadata(store, tmp_path)
     out = serve(store, env, "--port", "8123")
     assert out.returncode == 0, out.stderr
     got = json.loads(record.read_text())
-    assert got["args"][:3] == ["serve", "--immutable", str(store)] and "8123" in got["args"]
+    # a live database, not --immutable: that skipped what the write-ahead log holds
+    assert got["args"][:2] == ["serve", str(store)] and "--immutable" not in got["args"] and "8123" in got["args"]
     assert "pass_rate_by_run" in got["meta"]["databases"]["store"]["queries"]
 
 
@@ -179,3 +180,23 @@ def test_clawsdk_runs_the_tui_and_the_datasette_query_give_the_same_per_task_fig
     assert (query_row["pass_at_1"], query_row["mean_score"]) == (0.5, 0.5)
     assert (tui_row.pass_rate, tui_row.mean_reward) == (0.5, 0.5)
     assert (cli_row["scored"], cli_row["passed"], tui_row.scored, tui_row.passed) == (3, 2, 3, 2)
+
+
+def test_db_serve_opens_a_store_in_a_folder_it_cannot_write_immutable(store, tmp_path, monkeypatch):
+    """A read-only mount or an archive: SQLite cannot make the WAL's index there, so immutable, as before; and
+    a store whose WAL holds data there is refused rather than shown without it."""
+    from clawsdk.cli import db_cmd
+
+    env, record = fake_datasette(tmp_path)
+    monkeypatch.setenv("PATH", env["PATH"])
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if mode == os.W_OK else real_access(p, mode))
+    assert db_cmd._store_args(store) == ["--immutable", str(store)]
+    res = CliRunner().invoke(cli, ["db", "serve", "--db", str(store)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(record.read_text())["args"][:3] == ["serve", "--immutable", str(store)]
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(store.read_bytes())
+    copy.with_name("copy.db-wal").write_bytes(b"x" * 100)  # a copy taken while a run wrote
+    res = CliRunner().invoke(cli, ["db", "serve", "--db", str(copy)])
+    assert res.exit_code != 0 and "write-ahead log beside it" in " ".join(res.output.split()), res.output

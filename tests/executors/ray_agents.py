@@ -80,3 +80,22 @@ class Chatty(Agent):
                 Path(tmp).write_text(str(i + 1))
                 os.replace(tmp, self.progress)
         await ctx.tools.call("write", {"path": "done.txt", "content": "done\n"})
+
+
+class WhereAmI(Agent):
+    """Records where it runs (node, pid, working directory), what install prefix it sees, and its option."""
+
+    name = "where-am-i"
+
+    def __init__(self, home: str = ""):
+        self.home = home
+
+    async def run(self, ctx):
+        import ray
+
+        context = ray.get_runtime_context()
+        await ctx.recorder.record("note", {
+            "pid": os.getpid(), "node": context.get_node_id(), "cwd": os.getcwd(),
+            "resources": context.get_assigned_resources(), "home_option": self.home,
+            "prefix_env": os.environ.get("CLAWSDK_PROBE_HOME"), "secret_env": os.environ.get("CLAWSDK_PROBE_TOKEN")})
+        await ctx.tools.call("write", {"path": "done.txt", "content": "done\n"})

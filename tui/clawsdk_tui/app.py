@@ -8,61 +8,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.message import Message
 
-from clawsdk_tui.data import EventFollower, EventsChunk, Rates, RunSummary, RunWatch, StoreReader
+from clawsdk_tui.data import EventFollower, Rates, RunSummary, RunWatch, StoreReader
+from clawsdk_tui.messages import ControlDone, DetailUpdate, PollFailed, Polled  # noqa: F401 - where they were
 from clawsdk_tui.render import clean
 from clawsdk_tui.widgets import HeaderStats
-
-
-@dataclass
-class DetailUpdate:
-    rollout: dict | None
-    chunk: EventsChunk | None
-    verdict: dict | None
-    instruction: str | None = None
-
-
-class Polled(Message):
-    """What one poll found. Fields are None when that part did not change."""
-
-    def __init__(
-        self,
-        *,
-        at: float,
-        changed: bool,
-        runs: list[RunSummary] | None,
-        run_id: str | None,
-        rows: list[dict] | None,
-        changed_ids: set[str],
-        finished: int,
-        running: int,
-        errors: int,
-        tool_calls: int,
-        pass_rates: list[float] | None,
-        detail: DetailUpdate | None,
-        watch: RunWatch | None,
-    ) -> None:
-        super().__init__()
-        self.watch = watch
-        self.at = at
-        self.changed = changed
-        self.runs = runs
-        self.run_id = run_id
-        self.rows = rows
-        self.changed_ids = changed_ids
-        self.finished = finished
-        self.running = running
-        self.errors = errors
-        self.tool_calls = tool_calls
-        self.pass_rates = pass_rates
-        self.detail = detail
 
 
 class WatchApp(App):
@@ -76,6 +31,13 @@ class WatchApp(App):
     BINDINGS = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help"),
+        Binding("n", "follow_newest", "newest run"),
+        Binding("p", "pause", "pause/resume", show=False),
+        Binding("plus", "concurrency(1)", "more at once", show=False),
+        Binding("minus", "concurrency(-1)", "fewer at once", show=False),
+        Binding("A", "auto", "auto concurrency", show=False),
+        Binding("R", "requeue", "requeue unscored", show=False),
+        Binding("X", "cancel_run", "cancel the run", show=False),
     ]
 
     def __init__(
@@ -84,6 +46,7 @@ class WatchApp(App):
         *,
         run_id: str | None = None,
         interval: float = 0.5,
+        follow: bool = False,
         cursor_blink: bool = True,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -92,6 +55,10 @@ class WatchApp(App):
         self.reader = StoreReader(self.db)
         self.start_run = run_id
         self.interval = interval
+        self.follow_new = follow  # open each new run as it starts (`clawsdk watch --follow`)
+        self.known_runs: set[str] | None = None  # the run ids seen so far (None: not read yet)
+        self.newest: str | None = None  # a run that started while the view was open
+        self.steering = None  # the run in focus's last run_control row (RunControl)
         self.cursor_blink = cursor_blink
         self.clock = clock
         self.runs: list[RunSummary] = []
@@ -139,8 +106,51 @@ class WatchApp(App):
             self.run_watch = RunWatch(self.reader, run_id)
             self.rates.reset()
             self._force = True
+            self.steering = None
             self.header_stats = HeaderStats(scope=run_id)
+            from clawsdk_tui.widgets import LiveHeader
+
+            for header in self.screen.query(LiveHeader):
+                header.show(self.header_stats)
         self.poll_now(force=True)
+
+    def _new_runs(self, runs: list[RunSummary]) -> None:
+        """A run that started while the view is open is announced, never followed unless asked (`n`, or
+        --follow): what the screen shows, and what Enter opens, stays the run the operator is on."""
+        ids = {r.id for r in runs}
+        if self.known_runs is None:
+            self.known_runs = ids
+            return
+        new = [r.id for r in runs if r.id not in self.known_runs]  # newest first
+        self.known_runs |= ids
+        if not new:
+            return
+        self.newest = new[0]
+        if self.follow_new:
+            self.call_later(self.action_follow_newest)  # once the screens have the new run's row
+        else:
+            self.notify(f"a new run started: {clean(new[0])} (n: follow it)", timeout=8, markup=False)
+
+    def action_follow_newest(self) -> None:
+        """Show the newest run: its row on the runs screen, its rollouts where rollouts are shown."""
+        from clawsdk_tui.screens import RolloutsScreen, RunsScreen
+
+        target = self.newest or (self.runs[0].id if self.runs else None)
+        if target is None:
+            self.notify("no run yet", timeout=2)
+            return
+        self.newest = None
+        screen = self.screen
+        if isinstance(screen, RunsScreen):
+            screen.select_run(target)
+        elif isinstance(screen, RolloutsScreen) and screen.run_id != target:
+            for below in self.screen_stack:  # back on the runs, the cursor is on the run followed
+                if isinstance(below, RunsScreen):
+                    below.select_run(target)
+            self.focus_run(target)
+            self.switch_screen(RolloutsScreen(target))
+        else:
+            self.focus_run(target)
 
     def follow(self, rollout_id: str | None, *, load_all: bool = False) -> None:
         self.follower = EventFollower(self.reader, rollout_id) if rollout_id else None
@@ -223,6 +233,7 @@ class WatchApp(App):
                 instruction = reader.instruction(follower.rollout_id) if chunk and chunk.reset else None
                 detail = DetailUpdate(ro, chunk, verdict, instruction)
         counts = watch.counts() if watch is not None else {}
+        control = reader.control(watch.run_id) if watch is not None and changed else None
         return Polled(
             at=now,
             changed=changed,
@@ -237,6 +248,7 @@ class WatchApp(App):
             pass_rates=pass_rates,
             detail=detail,
             watch=watch,
+            steering=control,
         )
 
     def on_polled(self, msg: Polled) -> None:
@@ -247,9 +259,12 @@ class WatchApp(App):
             self.run_watch = msg.watch  # nothing chosen yet: the header follows the newest run
         if msg.runs is not None:
             self.runs = msg.runs
+            self._new_runs(msg.runs)
         if msg.rows is not None and msg.run_id is not None:
             self.rows[msg.run_id] = msg.rows
         if msg.run_id is not None and self.run_watch is not None and msg.run_id == self.run_watch.run_id:
+            if msg.steering is not None:
+                self.steering = msg.steering
             self.rates.add(msg.at, msg.finished, msg.tool_calls)
             stats = self.header_stats
             self.header_stats = HeaderStats(
@@ -262,6 +277,8 @@ class WatchApp(App):
                 pass_rates=tuple(msg.pass_rates) if msg.pass_rates is not None else stats.pass_rates,
                 # per task: the series is cumulative, so its last point is the rate so far
                 pass_rate=(msg.pass_rates or [None])[-1] if msg.pass_rates is not None else stats.pass_rate,
+                concurrency=self.steering.level if self.steering is not None else None,
+                paused=self.steering.paused if self.steering is not None else False,
             )
         from clawsdk_tui.widgets import LiveHeader
 
@@ -289,6 +306,71 @@ class WatchApp(App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
+    # ---- steering the run in focus (its control channel) ----
+
+    def action_pause(self) -> None:
+        paused = self.steering.paused if self.steering is not None else False
+        self._steer("resume" if paused else "pause")
+
+    def action_concurrency(self, step: int) -> None:
+        level = self.steering.level if self.steering is not None and self.steering.level else None
+        if level is None:
+            self._steer("status", then_step=step)
+            return
+        self._steer("set", settings={"concurrency": max(1, level + step * max(1, level // 4))})
+
+    def action_auto(self) -> None:
+        self._steer("set", settings={"concurrency": "auto"})
+
+    def action_requeue(self) -> None:
+        self._steer("requeue_unscored")
+
+    def action_cancel_run(self) -> None:
+        from clawsdk_tui.screens import ConfirmScreen
+
+        run_id = self.run_watch.run_id if self.run_watch else None
+        if run_id is None:
+            self.notify("no run in focus", timeout=2)
+            return
+        self.push_screen(ConfirmScreen(f"Cancel run {clean(run_id)}? Rollouts in flight end cancelled; rerun "
+                                       "it with --run-id to finish it.  y / n"),
+                         lambda yes: self._steer("cancel") if yes else None)
+
+    def _steer(self, op: str, **args) -> None:
+        run_id = self.run_watch.run_id if self.run_watch else None
+        if run_id is None:
+            self.notify("no run in focus", timeout=2)
+            return
+        self._request(run_id, op, args)
+
+    @work(thread=True, group="control", exit_on_error=False)
+    def _request(self, run_id: str, op: str, args: dict) -> None:
+        from clawsdk.runtime.control import ControlError, request
+
+        step = args.pop("then_step", None)
+        try:
+            state = request(self.db, run_id, op, by="clawsdk watch", **args)
+            if step is not None:  # the level was not known yet: ask, then set
+                level = state["concurrency"]
+                op = "set"
+                state = request(self.db, run_id, op, by="clawsdk watch",
+                                settings={"concurrency": max(1, level + step * max(1, level // 4))})
+        except ControlError as e:
+            self.post_message(ControlDone(run_id, op, None, str(e)))
+            return
+        self.post_message(ControlDone(run_id, op, state, None))
+
+    def on_control_done(self, msg: ControlDone) -> None:
+        if msg.error:
+            self.notify(msg.error, severity="error", timeout=6, markup=False)
+            return
+        s = msg.state or {}
+        said = {"pause": "paused", "resume": "resumed", "cancel": "cancelling",
+                "requeue_unscored": f"requeued {s.get('requeued', 0)} unscored rollout(s)"}.get(
+            msg.op, f"concurrency {s.get('concurrency')} ({s.get('mode')})")
+        self.notify(f"{clean(msg.run_id)}: {said}", timeout=4, markup=False)
+        self.poll_now(force=True)
+
     def copy_rollout_id(self, rollout_id: str | None) -> None:
         if rollout_id:
             self.copy_to_clipboard(rollout_id)
@@ -299,9 +381,3 @@ class WatchApp(App):
 
         if rollout_id:
             self.push_screen(JsonScreen(rollout_id))
-
-
-class PollFailed(Message):
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error

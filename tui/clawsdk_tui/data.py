@@ -117,6 +117,19 @@ class EventsChunk:
     skipped: int = 0  # earliest events left out of a first load
 
 
+@dataclass(frozen=True)
+class RunControl:
+    """The last row of run_control for a run: the level in force, paused or not, and why."""
+
+    level: int | None
+    paused: bool
+    reason: str
+    actor: str
+    action: str
+    source: str  # controller | operator
+    ts: str
+
+
 class StoreReader:
     """A read-only connection to a store file, safe to share between worker threads."""
 
@@ -135,6 +148,7 @@ class StoreReader:
         self.conn.execute("PRAGMA busy_timeout = 30000")
         self.conn.execute("PRAGMA query_only = 1")
         self._lock = threading.Lock()
+        self._has_control: bool | None = None  # the run_control table (stores from before it lack it)
         names = {r[0] for r in self._all("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "rollouts" not in names or "events" not in names:
             raise ValueError(f"{self.path} is not a clawsdk store (no rollouts/events tables)")
@@ -205,6 +219,21 @@ class StoreReader:
             )
             for r in rows
         ]
+
+    def control(self, run_id: str) -> RunControl | None:
+        """How the run is steered now: its concurrency, whether it is paused, and the last word on why (the
+        controller's decision or an operator's change); None for a run nobody steered, or an older store."""
+        if self._has_control is None:
+            self._has_control = bool(self._all("SELECT 1 FROM sqlite_master WHERE name = 'run_control'"))
+        if not self._has_control:
+            return None
+        rows = self._all("SELECT source, actor, action, level, paused, reason, ts FROM run_control "
+                         "WHERE run_id = ? ORDER BY id DESC LIMIT 1", [run_id])
+        if not rows:
+            return None
+        r = rows[0]
+        return RunControl(level=r["level"], paused=bool(r["paused"]), reason=r["reason"] or "", actor=r["actor"],
+                          action=r["action"], source=r["source"], ts=r["ts"])
 
     # ---- rollouts ------------------------------------------------------------------------
 

@@ -12,9 +12,7 @@ an exception), and through `clean` first, so no control character reaches the te
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 from rich.table import Table
@@ -22,33 +20,12 @@ from rich.text import Text
 from textual.content import Content
 from textual.highlight import highlight
 
+from clawsdk._text import JSON_RAW as _JSON_RAW
+from clawsdk._text import clean, lexer_for  # noqa: F401 - the TUI's names for them
+
 FOLD_LINES = 12  # bodies longer than this start folded
 MAX_BODY_CHARS = 20_000  # beyond this a body is cut; the full JSON view has everything
 MAX_NAME_CHARS = 120  # a name or a one-line message in a head line; longer ones are cut
-
-# C0 controls (ESC starts sequences that clear the screen or, with OSC 52, write the clipboard; CR and
-# BS overwrite what is shown), DEL, C1 controls (0x9b is a CSI on its own) and lone surrogates (they
-# cannot be encoded). C0 and DEL show as their control pictures (␛ ␇ ␍ ␡), the others as U+FFFD.
-# Rich and Textual strip only BEL, BS, VT, FF and CR, and let ESC through.
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_PICTURES = {
-    **{c: 0x2400 + c for c in range(0x20)},
-    0x7F: 0x2421,
-    **{c: 0xFFFD for c in [*range(0x80, 0xA0), *range(0xD800, 0xE000)]},
-}
-_PICTURES_BUT_LINES = {c: v for c, v in _PICTURES.items() if c not in (0x09, 0x0A)}
-_JSON_RAW = re.compile(r"[\x7f-\x9f\ud800-\udfff]")  # what json.dumps(ensure_ascii=False) leaves raw
-
-
-def clean(text: str, *, lines: bool = False) -> str:
-    """`text` with no control character left: one line (a cell, a head), or with `lines` its newlines and
-    tabs kept (a body; CRLF read as a newline). Otherwise each character stays one character."""
-    if not _UNPRINTABLE.search(text):
-        return text
-    if lines:
-        return text.replace("\r\n", "\n").translate(_PICTURES_BUT_LINES)
-    return text.translate(_PICTURES)
-
 
 def clean_data(value: Any) -> Any:
     """`clean(..., lines=True)` over the strings of JSON-like data: keys, values, nested lists and dicts."""
@@ -74,28 +51,6 @@ def name(value: Any) -> str:
     return text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
 
 
-_LEXERS = {
-    ".py": "python",
-    ".json": "json",
-    ".jsonl": "json",
-    ".sh": "bash",
-    ".bash": "bash",
-    ".md": "markdown",
-    ".yaml": "yaml",
-    ".yml": "yaml",
-    ".toml": "toml",
-    ".csv": "text",
-    ".html": "html",
-    ".js": "javascript",
-    ".ts": "typescript",
-    ".sql": "sql",
-    ".xml": "xml",
-    ".ini": "ini",
-    ".txt": "text",
-    ".log": "text",
-}
-
-
 @dataclass
 class EventView:
     head: Text
@@ -106,12 +61,6 @@ class EventView:
     @property
     def foldable(self) -> bool:
         return self.body_lines > FOLD_LINES
-
-
-def lexer_for(path: str | None) -> str | None:
-    if not path:
-        return None
-    return _LEXERS.get(PurePosixPath(str(path)).suffix.lower())
 
 
 def _cut(text: str) -> str:

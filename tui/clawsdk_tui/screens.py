@@ -68,6 +68,8 @@ class RunsScreen(Screen):
         self.ready = True
 
     def on_screen_resume(self) -> None:
+        if (run_id := self._cursor_run()) is not None:  # back here: the run in focus is the one under the cursor
+            self.app.focus_run(run_id)
         self.app.poll_now(force=True)  # the summary is read less often while another screen is up
 
     def store_updated(self, msg: Polled) -> None:
@@ -108,13 +110,33 @@ class RunsScreen(Screen):
             )
         )
 
+    def _cursor_run(self) -> str | None:
+        table = self.query_one(DataTable)
+        if not table.row_count or table.cursor_row is None or not 0 <= table.cursor_row < table.row_count:
+            return None
+        return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        # the header names the run under the cursor, which Enter opens: one run shown, the same one opened.
+        # The row under the cursor now, not the event's: a refresh re-adds the rows and moves the cursor back.
+        if self.app.screen is not self:  # a refresh under another screen: that screen's run is in focus
+            return
+        run_id = self._cursor_run()
+        if run_id is not None and (self.app.run_watch is None or self.app.run_watch.run_id != run_id):
+            self.app.focus_run(run_id)
+
+    def select_run(self, run_id: str) -> None:
+        table = self.query_one(DataTable)
+        try:
+            table.move_cursor(row=table.get_row_index(run_id))
+        except Exception:  # noqa: BLE001 - not on the table yet: the next refresh has it
+            self.app.focus_run(run_id)
+
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self._open(event.row_key.value)
+        self._open(self._cursor_run() or event.row_key.value)
 
     def action_open(self) -> None:
-        table = self.query_one(DataTable)
-        if table.row_count:
-            self._open(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        self._open(self._cursor_run())
 
     def _open(self, run_id: str | None) -> None:
         if run_id:
@@ -141,6 +163,7 @@ class RolloutsScreen(Screen):
     RolloutsScreen #bar { height: 1; }
     RolloutsScreen #filter { width: 40; border: none; height: 1; padding: 0 1; }
     RolloutsScreen #facets { width: 1fr; padding: 0 1; }
+    RolloutsScreen #control { height: 1; padding: 0 1; color: $text-muted; }
     """
 
     app: WatchApp
@@ -161,6 +184,7 @@ class RolloutsScreen(Screen):
         with Horizontal(id="bar"):
             yield Input(placeholder="filter: task, id, error  (/)", id="filter")
             yield Line(id="facets")
+        yield Line(id="control")
         yield RolloutTable(id="rollouts", clock=self.app.clock)
         yield Footer()
 
@@ -168,7 +192,22 @@ class RolloutsScreen(Screen):
         self.query_one(Input).cursor_blink = self.app.cursor_blink
         self.query_one(RolloutTable).focus()
         self.refilter()
+        self.show_control()
         self.ready = True
+
+    def show_control(self) -> None:
+        """How the run is steered: the level in force and the last word on why (the controller's, or who
+        changed it); keys: p pause, + - the level, A auto, R requeue unscored, X cancel."""
+        c = self.app.steering
+        line = self.query_one("#control", Line)
+        line.display = c is not None and self.app.run_watch is not None and self.app.run_watch.run_id == self.run_id
+        if not line.display:
+            return
+        who = "" if c.source == "controller" else f"{c.actor}, "
+        line.show(Text.assemble(
+            ("paused  " if c.paused else "", "bold yellow"),
+            "concurrency ", (f"{c.level}", "bold"), ": ", clean(c.reason),
+            (f"  ({who}{c.ts[11:19]})", "dim")))
 
     @property
     def all_rows(self) -> list[dict]:
@@ -177,6 +216,7 @@ class RolloutsScreen(Screen):
     def store_updated(self, msg: Polled) -> None:
         if msg.run_id != self.run_id:
             return
+        self.show_control()
         if msg.rows is not None:
             self.refilter()
         elif any(r["status"] in ("running", "retrying") for r in self.shown[:1000]):
@@ -334,6 +374,26 @@ class JsonScreen(Screen):
         if self.text:
             self.app.copy_to_clipboard(self.text)
             self.notify(f"copied {len(self.text):,} characters of JSON", timeout=2)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Asks before something that cannot be taken back (cancelling a run)."""
+
+    BINDINGS = [Binding("y", "answer(True)", "yes"), Binding("n,escape", "answer(False)", "no")]
+    DEFAULT_CSS = """
+    ConfirmScreen { align: center middle; }
+    ConfirmScreen > Static { width: 64; height: auto; border: round $error; background: $panel; padding: 1 2; }
+    """
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.question))
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 class HelpScreen(ModalScreen):

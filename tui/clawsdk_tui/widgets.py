@@ -39,6 +39,8 @@ class HeaderStats:
     errors: int = 0
     pass_rates: tuple[float, ...] = ()  # the per-task pass rate as it evolved (RunWatch.pass_rate_series)
     pass_rate: float | None = None  # pass@1 per task so far
+    concurrency: int | None = None  # rollouts at once now (run_control), when the run records it
+    paused: bool = False
 
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -98,6 +100,10 @@ class LiveHeader(Widget):
             (f"{s.errors}", "bold red" if s.errors else "bold"),
             " errors",
         )
+        if s.concurrency is not None:
+            left.append_text(Text.assemble("  ", (f"{s.concurrency}", "bold"), " at once"))
+        if s.paused:
+            left.append_text(Text.assemble("  ", ("paused", "bold reverse yellow")))
         right = Text.assemble(
             sparkline(s.pass_rates, width=20),
             " pass@1/task ",
