@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 
 from clawsdk.plugins import get_registry
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify.verdict import VerifyContext

@@ -161,7 +161,7 @@ def m_recorder(n: int) -> dict:
     """Events/s through Recorder.record() (one rollout, everything committed)."""
     import anyio
 
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.store.writer import StoreWriter
 
     payload = {"tool": "write", "args": {"path": "notes/f1.txt", "content": "task 1 line 1\n" * 4}}

@@ -32,7 +32,7 @@ import clawsdk_skills
 from clawsdk import Task, run
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import get_registry
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
 from clawsdk.tasks.model import File
 from clawsdk_plugins.sandbox_local import LocalSandbox

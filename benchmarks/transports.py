@@ -30,7 +30,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from clawsdk.mcp.session import ToolSession
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File, Task
 from clawsdk.tasks.native import save_task
 from clawsdk_plugins.sandbox_local import LocalSandbox

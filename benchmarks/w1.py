@@ -24,7 +24,7 @@ from mcp import Client
 
 from clawsdk import Task, run
 from clawsdk.mcp.session import ToolSession
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter

@@ -320,7 +320,7 @@ def runtime_checks(*, reverify: int = 0, validate: bool = False, sandbox: str = 
         import anyio
 
         from clawsdk.bench.flaky import reverify_tasks
-        from clawsdk.tasks.validate import validate_tasks
+        from clawsdk.runtime.validate import validate_tasks
 
         tasks = [c.task for c in cands]
         failed: dict[str, tuple[str, str]] = {}

@@ -25,7 +25,7 @@ from clawsdk.errors import RolloutError
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import AgentContext
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers, verify
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store

@@ -92,7 +92,7 @@ def validate_command(paths, sandbox, concurrency, no_cheap, as_json):
     tasks, errors = load_all(paths)
     from dataclasses import asdict
 
-    from clawsdk.tasks.validate import validate_tasks
+    from clawsdk.runtime.validate import validate_tasks
 
     results = anyio.run(lambda: validate_tasks(tasks, sandbox, concurrency, cheap=not no_cheap))
     if as_json:

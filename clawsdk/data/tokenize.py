@@ -109,7 +109,7 @@ def chat_segments(
     # rows come from files a user may have edited: say what is wrong, not an AttributeError deep inside
     if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m for m in messages):
         raise ValueError(f"messages: a {type(messages).__name__}, not a list of chat messages (objects "
-                         f"with a 'role'); check the row with clawsdk.data.export.check_row")
+                         f"with a 'role'); check the row with clawsdk.data.rows.check_row")
     if isinstance(tools, str):
         try:
             tools = json.loads(tools) if tools else None

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from clawsdk.data.rows import row_problem
 from clawsdk.data.tokenize import find_control_token
 from clawsdk.models import toolcalls
 from clawsdk.models.completion import content_text
@@ -239,8 +240,6 @@ def _checked(rid: str, messages: list[dict[str, Any]], tools: list[dict[str, Any
     rules: an id or a name that is not text, a conversation that opens with the assistant, a tool spec that
     is not a function) or holds a chat control token as text: that one rollout is left out, instead of the
     export failing (Arrow) or training on turn markers nobody wrote."""
-    from clawsdk.data.export import row_problem  # export imports this module
-
     problem = row_problem({"messages": messages, "tools": tools}, "sft")
     if problem:
         raise ValueError(f"rollout {rid}: {problem[0]}")

@@ -36,7 +36,7 @@ from clawsdk.runtime.concurrency import report_model_status
 
 if TYPE_CHECKING:
     from clawsdk.proxy.wire import Protocol
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from clawsdk.mcp.session import ToolSession
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.sandbox.base import Sandbox
     from clawsdk.tasks.model import Task
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 
 from clawsdk.runtime.agent import Agent
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import AttemptResult, attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import Task

@@ -33,7 +33,7 @@ from clawsdk.runtime.concurrency import (AUTO, DEFAULT_CEILING, Controller, Host
 from clawsdk.runtime.control import ControlError, Steering, serve_control, socket_path
 from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.runtime.ids import new_run_id, rollout_id
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle, runnable

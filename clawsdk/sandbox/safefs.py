@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clawsdk.errors import FileTooLarge, PathEscapeError
-from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.paths import normalize_relative
 
 #: symlinks followed in one path, as the kernel's own limit
 MAX_HOPS = 40

@@ -42,7 +42,7 @@ from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError, StoreErr
 from clawsdk.mcp.session import FINISH, ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.ids import rollout_id
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import (
     AttemptResult,
     attempt_rollout,

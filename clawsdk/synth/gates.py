@@ -61,7 +61,7 @@ class InputFile(BaseModel):
     @field_validator("path")
     @classmethod
     def _relative(cls, path: str) -> str:
-        from clawsdk.sandbox.paths import normalize_relative
+        from clawsdk.tasks.paths import normalize_relative
 
         return normalize_relative(path)
 
@@ -246,7 +246,7 @@ class GateRun:
 
 async def _attempt(task: Task, agent: Any, make_sandbox: Any, registry: Any) -> GateRun:
     from clawsdk.errors import FailureKind
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
 
     r = await attempt_rollout(task, agent, make_sandbox, Recorder(None, "synth-gate"), registry)
@@ -258,7 +258,7 @@ async def _attempt(task: Task, agent: Any, make_sandbox: Any, registry: Any) -> 
 
 async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
     """Run the verifier on the untouched workspace, after the reference solution and after each cheap agent
-    (clawsdk.tasks.probes), in `sandbox`: all are model-written code, so `auto` is bwrap where it works.
+    (clawsdk.runtime.probes), in `sandbox`: all are model-written code, so `auto` is bwrap where it works.
 
     Raises GateFailure with what went wrong (fed back to the model in a repair round).
     """
@@ -266,7 +266,7 @@ async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
     from clawsdk.runtime.oracle import OracleAgent
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
-    from clawsdk.tasks.probes import Idle, probe_task
+    from clawsdk.runtime.probes import Idle, probe_task
 
     registry = get_registry()
     make = registry.get("sandboxes", choose_sandbox(sandbox))

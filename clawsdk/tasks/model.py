@@ -139,7 +139,7 @@ class File(BaseModel):
     @field_validator("path")
     @classmethod
     def _relative(cls, path: str) -> str:
-        from clawsdk.sandbox.paths import normalize_relative
+        from clawsdk.tasks.paths import normalize_relative
 
         norm = normalize_relative(path)
         if norm == ".":

@@ -16,7 +16,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, Va
 
 from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
-from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import Count, Number
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score

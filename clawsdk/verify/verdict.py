@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, model_validator
 M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.sandbox.base import Sandbox
     from clawsdk.tasks.model import Task
 

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: where the sandbox's io folder (the tool host's files) is mounted in the container
+IO_PATH = "/clawsdk/io"
 #: the container-side folders besides the bind mounts that the sandbox user can write
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")
 HOST_FOLDERS = ("workspace", "home", "hidden", "io")
@@ -68,8 +70,6 @@ class Warm:
 def mount_points(sb: DockerSandbox) -> list[str]:
     """Paths in the host folders (`home/.openclaw/workspace`) where docker made a mount point for another
     bind mount. Removing one from the host detaches that mount in the container, so a reset keeps them."""
-    from clawsdk_plugins.sandbox_docker import IO_PATH
-
     o = sb.opts
     inner = {"workspace": o.workspace_path, "home": o.home}
     found = []

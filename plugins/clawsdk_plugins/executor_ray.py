@@ -59,7 +59,7 @@ from clawsdk.sandbox.base import SandboxConfig
 
 if TYPE_CHECKING:
     from clawsdk.runtime.agent import Agent
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
 
 log = logging.getLogger(__name__)
 
@@ -513,7 +513,7 @@ def _rebuild_agent(job: RolloutJob, pickled: Any) -> Agent:
 
 async def _run_on_worker(job: RolloutJob, pickled_agent: Any, q: queue.Queue, box: dict) -> AttemptResult:
     from clawsdk.plugins import get_registry
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
 
     _work_where_the_driver_does()

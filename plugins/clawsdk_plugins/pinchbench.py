@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
-from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
 from clawsdk.verify.untouched import untouched_copy

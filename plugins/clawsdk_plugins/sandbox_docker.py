@@ -42,6 +42,9 @@ from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
 from clawsdk.sandbox.process import StderrTail, rlimit_args, serving
 from clawsdk.tasks.model import Task
 
+from clawsdk_plugins import docker_pool
+from clawsdk_plugins.docker_pool import IO_PATH
+
 log = logging.getLogger(__name__)
 
 LABEL = "org.clawsdk.sandbox"
@@ -51,7 +54,6 @@ LABEL_ROOT = "org.clawsdk.root"
 MIB = 1024 * 1024
 #: seconds past a command's timeout before the host stops waiting and kills the sandbox's processes
 GRACE_S = 5.0
-IO_PATH = "/clawsdk/io"
 
 _client_lock = threading.Lock()
 _client: Any = None
@@ -168,8 +170,6 @@ class DockerSandbox(IsolatedHostDirSandbox):
         return super().cannot_run(task)
 
     async def start(self, task: Task) -> None:
-        from clawsdk_plugins import docker_pool
-
         self.task_paths(task)
         if task.environment is not None and task.environment.dockerfile:
             from clawsdk_plugins.docker_image import task_image
@@ -281,8 +281,6 @@ class DockerSandbox(IsolatedHostDirSandbox):
             os.close(fd)
 
     async def teardown(self) -> None:
-        from clawsdk_plugins import docker_pool
-
         if self.container is None:
             return
         if await blocking(docker_pool.give_back, self):  # reset clean: the pool keeps container and folders
@@ -605,8 +603,6 @@ make_docker.start_concurrency = lambda: max(2, os.cpu_count() or 2)  # type: ign
 
 
 async def _drain() -> None:
-    from clawsdk_plugins import docker_pool
-
     await docker_pool.drain_async()
 
 

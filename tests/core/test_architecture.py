@@ -33,11 +33,29 @@ MAY_IMPORT = {
 }
 #: the one sanctioned upward edge: `clawsdk watch` starts the TUI (textual loads there and nowhere else)
 UPWARD_EXCEPTIONS = {("clawsdk.cli.watch_cmd", "clawsdk_tui")}
-#: inside the core: the engine never imports the applications or the CLI built on it
-CORE_ENGINE = ("tasks", "models", "store", "sandbox", "mcp", "runtime", "serve", "proxy", "verify", "train", "plugins",
-               "errors", "hookspecs")
-#: built on the engine: synthesis, data, benchmarks, the conformance kits, the CLI
-CORE_APPLICATIONS = ("data", "synth", "bench", "testing", "cli")
+#: the core's folders as layers, lowest first: a module imports only its own layer and those below it
+#: (at import time or inside a function alike). The engine, then the applications built on it, then the CLI.
+CORE_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("clawsdk", "errors", "hookspecs", "_lazy", "_text", "_http", "_version", "rematch"),  # leaves (the root is lazy)
+    ("plugins",),   # the registry
+    ("tasks",),     # the task model, its files and formats
+    ("store",),     # the SQLite store, its writer and the recorder that feeds it
+    ("sandbox",),   # isolation and the tool runtime inside it
+    ("models",),    # model backends' shared parts
+    ("mcp",),       # the tool session client, the tool host, tool authoring
+    ("verify",),    # verdicts and checks
+    ("runtime",),   # agents, rollouts, the runner, probes, control
+    ("proxy",),     # the recording model proxy
+    ("serve",),     # hosting tools for an outside agent (starts the proxy)
+    ("train",),     # the trainer contract
+    ("synth", "bench"),  # applications: task synthesis, benchmarks
+    ("data",),      # trajectories, selection, exports (selection leaves benchmark tasks out)
+    ("testing",),   # the conformance kits
+    ("cli", "__main__"),
+)
+LAYER = {name: i for i, names in enumerate(CORE_LAYERS) for name in names}
+#: the engine: everything below the applications
+ENGINE = {name for names in CORE_LAYERS[:LAYER["train"] + 1] for name in names}
 #: imported by everything, so they import nothing of clawsdk
 CORE_LEAVES = ("clawsdk.errors", "clawsdk.hookspecs")
 
@@ -119,27 +137,50 @@ def test_the_tree_is_read():
     assert len(list(_edges())) > 300
 
 
-def test_layers_import_only_downward():
+def _between_packages(edges) -> list[str]:
+    """Imports against the package rule (MAY_IMPORT)."""
     wrong = []
-    for module, target, line in _edges():
+    for module, target, line in edges:
         src, dst = module.split(".")[0], target.split(".")[0]
         if dst == src or dst in MAY_IMPORT[src] or (module, dst) in UPWARD_EXCEPTIONS:
             continue
         wrong.append(f"{module}:{line} imports {target} ({src} may import {sorted(MAY_IMPORT[src]) or 'only itself'})")
+    return wrong
+
+
+def _core_layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _upward(edges) -> list[str]:
+    """Imports inside the core from a layer up to a higher one (CORE_LAYERS), at import time or deferred."""
+    wrong = []
+    for module, target, line in edges:
+        if module.split(".")[0] != "clawsdk" or target.split(".")[0] != "clawsdk":
+            continue
+        src, dst = _core_layer(module), _core_layer(target)
+        if src not in LAYER or dst not in LAYER:
+            wrong.append(f"{module}:{line}: {src if src not in LAYER else dst} is in no layer of CORE_LAYERS")
+        elif LAYER[dst] > LAYER[src]:
+            wrong.append(f"{module}:{line} imports {target}: {src} (layer {LAYER[src]}) is below {dst} "
+                         f"(layer {LAYER[dst]})")
+    return wrong
+
+
+def test_packages_import_only_downward():
+    wrong = _between_packages(_edges())
     assert not wrong, "imports against the layer rule (docs/architecture.md):\n" + "\n".join(wrong)
 
 
-def test_core_engine_never_imports_its_applications():
-    wrong = []
-    for module, target, line in _edges():
-        parts, tparts = module.split("."), target.split(".")
-        if parts[0] != "clawsdk" or tparts[0] != "clawsdk" or len(parts) < 2 or len(tparts) < 2:
-            continue
-        if parts[1] in CORE_ENGINE and tparts[1] in CORE_APPLICATIONS:
-            wrong.append(f"{module}:{line} imports {target}")
-        if parts[1] != "cli" and module != "clawsdk.__main__" and tparts[1] == "cli":
-            wrong.append(f"{module}:{line} imports the CLI ({target})")
-    assert not wrong, "\n".join(wrong)
+def test_core_folders_are_layers():
+    """Every folder of the core is in a layer, and none imports a layer above its own: the engine never reaches
+    the applications, and nothing but the CLI imports the CLI."""
+    folders = {p.name for p in PACKAGES["clawsdk"].iterdir() if p.name != "__pycache__" and (
+        p.is_dir() or p.suffix == ".py")}
+    assert {f.removesuffix(".py") for f in folders} - {"__init__"} <= set(LAYER), "a folder in no layer"
+    wrong = _upward(_edges())
+    assert not wrong, "imports against the core's layers (docs/architecture.md):\n" + "\n".join(wrong)
 
 
 def test_the_leaves_import_nothing_of_clawsdk():
@@ -197,11 +238,10 @@ def _without_parent_packages(edges):
             yield a, b, line
 
 
-def test_no_import_cycles_at_import_time():
-    """Imports that run when a module loads form no cycle (one would make import order matter).
-    Imports inside functions are how a module defers a heavy or upward dependency; they may close a
-    loop inside one package, never across the layers (the layer test)."""
-    cycles = _cycles(_without_parent_packages(_edges(import_time_only=True)))
+def test_no_import_cycles():
+    """No two modules import each other, at import time or inside a function: a circle makes import order
+    matter, and a deferred import that closes one is a knot hidden, not undone."""
+    cycles = _cycles(_without_parent_packages(_edges()))
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
@@ -211,14 +251,21 @@ def test_no_cycles_between_top_level_packages():
     assert not _cycles(pkg_edges)
 
 
-@pytest.mark.parametrize("broken", ["layer", "cycle"])
+@pytest.mark.parametrize("broken", ["package", "layer", "cycle"])
 def test_the_checks_catch_a_violation(broken):
-    """The checks above fail on a tree that breaks the rule (guards against a check that cannot fail)."""
-    if broken == "layer":
-        edges = [("clawsdk.data.export", "clawsdk_plugins.agent_toolloop", 1)]
-        wrong = [e for e in edges if e[1].split(".")[0] not in MAY_IMPORT["clawsdk"] | {"clawsdk"}]
-        assert wrong
-    else:
-        edges = [("clawsdk.tasks.convert", "clawsdk_plugins.clawgym", 1),
-                 ("clawsdk_plugins.clawgym", "clawsdk.tasks.convert", 2)]
-        assert _cycles(edges) == [["clawsdk.tasks.convert", "clawsdk_plugins.clawgym"]]
+    """Each check above fails on this tree with one planted import (guards against a check that cannot fail)."""
+    edges = list(_edges())
+    if broken == "package":
+        planted = ("clawsdk.data.export", "clawsdk_plugins.agent_toolloop", 1)
+        assert not _between_packages(edges) and _between_packages([*edges, planted])
+    elif broken == "layer":  # the task model reaching up to the runner
+        planted = ("clawsdk.tasks.model", "clawsdk.runtime.runner", 1)
+        assert not _upward(edges)
+        assert _upward([*edges, planted]) == ["clawsdk.tasks.model:1 imports clawsdk.runtime.runner: tasks "
+                                              f"(layer {LAYER['tasks']}) is below runtime (layer {LAYER['runtime']})"]
+    else:  # a deferred import from the store back to the recorder that imports it
+        planted = ("clawsdk.store.store", "clawsdk.store.recorder", 1)
+        assert ("clawsdk.store.recorder", "clawsdk.store.store") in {(a, b) for a, b, _ in edges}
+        assert not _cycles(_without_parent_packages(edges))
+        assert ["clawsdk.store.recorder", "clawsdk.store.store"] in _cycles(_without_parent_packages(
+            [*edges, planted]))

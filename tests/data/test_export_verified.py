@@ -16,7 +16,7 @@ from clawsdk.cli import cli as cli_main
 from clawsdk.data.select import Selection, select
 from clawsdk.data.trajectory import trajectory_from_events
 from clawsdk.proxy import ModelProxy, serving
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task

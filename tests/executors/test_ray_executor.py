@@ -12,7 +12,7 @@ import pytest
 
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.runtime.executor import RolloutJob
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk_plugins.executor_ray import RayExecutor

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from clawsdk.plugins import get_registry
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.sources import load_tasks

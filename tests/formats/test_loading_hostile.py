@@ -260,6 +260,7 @@ def test_a_jsonl_line_over_the_limit_is_one_error(tmp_path, monkeypatch):
 
 def test_an_unforeseen_exception_in_a_source_is_one_error(tmp_path, monkeypatch):
     import clawsdk_plugins.clawgym as clawgym
+    import clawsdk_plugins.clawgym_sources as clawgym_sources
 
     _clawgym(tmp_path / "cg", "a")
     _clawgym(tmp_path / "cg", "b")
@@ -269,7 +270,7 @@ def test_an_unforeseen_exception_in_a_source_is_one_error(tmp_path, monkeypatch)
             raise KeyError("surprise")
         return real(folder)
 
-    monkeypatch.setattr(clawgym, "load_folder_task", boom)
+    monkeypatch.setattr(clawgym_sources, "load_folder_task", boom)
     loaded = load_tasks(f"clawgym:{tmp_path / 'cg'}")
     assert [t.id for t in loaded.tasks] == ["b"]
     assert str(loaded.errors[0]) == f"{tmp_path / 'cg' / 'a' / 'data_entry.json'}: cannot be loaded (KeyError: 'surprise')"

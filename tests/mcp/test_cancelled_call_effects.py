@@ -15,7 +15,7 @@ from clawsdk import Store, load_tasks, run_sync
 from clawsdk.serve import ServeConfig, hosting
 from clawsdk.mcp.session import ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Limits
 from clawsdk.tasks.native import load_task
 from tests.conftest import make_task

@@ -121,7 +121,7 @@ def test_a_cancelled_call_whose_result_cannot_be_recorded_is_still_cancelled():
     """The store may already be closing when a call is cancelled (the run stopping): the write's error must not
     replace the cancellation, which is what ends the task."""
     from clawsdk.mcp.session import ToolSession, ToolSpec
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.tasks.model import Limits
 
     class Closed(Recorder):

@@ -10,7 +10,7 @@ import anyio
 import httpx2
 
 from clawsdk.proxy import ModelProxy, serving
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task

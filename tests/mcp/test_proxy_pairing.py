@@ -9,7 +9,7 @@ import anyio
 import httpx2
 
 from clawsdk.proxy import ModelProxy, serving
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from tests.asgi import request_body
 
 

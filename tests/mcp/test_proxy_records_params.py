@@ -9,7 +9,7 @@ import json
 import anyio
 import httpx2
 
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from tests.asgi import request_body
 from tests.mcp.test_proxy_disconnect import proxied
 

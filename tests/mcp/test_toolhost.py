@@ -16,7 +16,7 @@ import pytest
 
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import get_registry, reset_registry
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
 from clawsdk.tasks.model import File, Task
 from tests.conftest import FIXTURES, REPO

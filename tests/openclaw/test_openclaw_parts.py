@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import Capabilities
 from clawsdk.tasks.model import Task, ToolPolicy

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from clawsdk.proxy import ModelProxy, serving
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from tests.asgi import request_body
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "proxy"

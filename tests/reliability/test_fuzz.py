@@ -18,7 +18,7 @@ from clawsdk import TaskFormatError, load_task
 from clawsdk.errors import PathEscapeError
 from clawsdk.plugins import get_registry
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import Task
 from clawsdk_plugins.sandbox_local import LocalSandbox
 from tests.reliability.fuzz_mutator import SECRET, SEEDS, Watch, mutate, spec_of

@@ -13,7 +13,7 @@ import pytest
 from clawsdk.proxy import core as proxy_module
 from clawsdk._http import public_url
 from clawsdk.proxy import ModelProxy, serving
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from tests.asgi import request_body
 
 HI = [{"role": "user", "content": "hi"}]

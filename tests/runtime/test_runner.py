@@ -193,7 +193,7 @@ def test_events_recorded_elsewhere_keep_the_links_between_them_when_renumbered()
 
     import anyio
 
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
 
     async def main():
         worker = Recorder(None, "r", keep=True)

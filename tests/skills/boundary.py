@@ -16,7 +16,7 @@ from typing import Any
 
 from clawsdk.mcp.session import ToolResult, ToolSession
 from clawsdk.plugins import get_registry
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
 from clawsdk.tasks.model import File, Task
 

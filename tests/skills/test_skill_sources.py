@@ -13,7 +13,7 @@ import pytest
 
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import Registry
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
 from clawsdk.tasks.model import File, Task
 from clawsdk_plugins.sandbox_local import LocalSandbox

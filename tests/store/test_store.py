@@ -84,7 +84,7 @@ def test_readonly_store_needs_an_existing_file(tmp_path):
 def test_a_rollout_streams_its_events_and_reads_them_back_in_order(db):
     """Events go to the writer as they happen (nothing held per rollout); a verifier that grades
     the trajectory gets all of them back, in order, this attempt's only."""
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
 
     async def main():
         async with StoreWriter(db) as writer:

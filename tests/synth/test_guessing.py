@@ -11,7 +11,7 @@ import anyio
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.oracle import OracleAgent
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.synth.families import FAMILIES

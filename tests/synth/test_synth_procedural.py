@@ -16,7 +16,7 @@ from clawsdk.synth.records import SynthRecords
 from clawsdk.tasks.model import CATEGORIES
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk.tasks.validate import validate_tasks
+from clawsdk.runtime.validate import validate_tasks
 from clawsdk_plugins.synth import synth_group
 
 CORE = {"read", "write", "edit", "ls", "glob", "grep", "exec"}

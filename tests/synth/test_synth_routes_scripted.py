@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from clawsdk.store.store import Store
 from clawsdk.synth.records import SynthRecords
 from clawsdk.tasks.native import load_task
-from clawsdk.tasks.validate import validate_task
+from clawsdk.runtime.validate import validate_task
 from clawsdk_plugins.synth import synth_group
 from tests.sandbox.sandbox_backends import skip_unless_available
 

@@ -1,4 +1,4 @@
-"""Validation runs cheap agents (clawsdk.tasks.probes) and flags a verifier that rewards them.
+"""Validation runs cheap agents (clawsdk.runtime.probes) and flags a verifier that rewards them.
 
 An audit with such agents found verifiers that gave credit for deleting every input (rename-by-rule 0.48,
 photo-rename-by-date 0.20), and JSON/CSV tasks that gave credit for an empty file at the deliverable's
@@ -17,7 +17,7 @@ from clawsdk.cli import cli
 from clawsdk.synth.families import FAMILIES
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.native import save_task
-from clawsdk.tasks.validate import validate_task
+from clawsdk.runtime.validate import validate_task
 from tests.sandbox.sandbox_backends import skip_unless_available
 
 SORTED = "a\nb\nc\n"
@@ -90,7 +90,7 @@ def test_paths_the_instruction_does_not_name_are_not_deliverables_to_the_cheap_a
     """A renamed file's new name is the work itself: an agent cannot write there without doing it."""
     hidden_name = task([{"type": "text_equals", "name": "moved", "path": "2024/a.txt", "text": "b\nc\na\n"}],
                        solution=[{"tool": "exec", "args": {"command": "mkdir 2024 && mv in.txt 2024/a.txt"}}])
-    from clawsdk.tasks.probes import deliverables
+    from clawsdk.runtime.probes import deliverables
 
     assert deliverables(hidden_name) == []
     assert deliverables(task([OUT_SORTED])) == ["out.txt"]

@@ -16,7 +16,7 @@ from mcp.server.mcpserver import MCPServer
 import clawsdk_skills
 from clawsdk.mcp.session import ToolSession
 from clawsdk.mcp.toolkit import MAX_RESULT_CHARS
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.tasks.model import Limits
 from clawsdk_tools.core import core_server

@@ -225,7 +225,7 @@ def test_memory_search_ranks_notes_and_memory_get_reads_only_memory_files():
 def test_tool_policy_selects_tools_like_openclaw(policy, expected):
     from clawsdk.mcp.session import ToolSession
     from clawsdk.plugins import get_registry
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import tool_servers
 
     async def main():

@@ -8,7 +8,7 @@ import pytest
 
 from clawsdk import Store, run_sync
 from clawsdk.errors import VerifierError
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.hostdir import HostDirSandbox
 from clawsdk.tasks.model import File, Task
 from clawsdk.verify.checks import ChecksVerifier

@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from clawsdk.errors import FileTooLarge
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
 from clawsdk.sandbox.base import MAX_READ_BYTES, Entry
-from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk_tools.patch import PatchError, apply_hunks, parse_patch
 
 if TYPE_CHECKING:

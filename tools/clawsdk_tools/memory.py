@@ -16,7 +16,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from clawsdk.mcp.toolkit import decode_text, tool_errors, truncate
-from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.paths import normalize_relative
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox

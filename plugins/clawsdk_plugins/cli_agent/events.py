@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from clawsdk.proxy.wire import parse_arguments
 
 if TYPE_CHECKING:
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
 
 #: whether the request this proxy task is answering carries the pending calls' turn (each request is
 #: its own task, so its answer reads what its request set, whatever other requests came between)

@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel
 
 from clawsdk.mcp.toolkit import tool_errors, truncate
-from clawsdk.sandbox.paths import normalize_relative
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk_skills._common import config, pack_server
 
 if TYPE_CHECKING:

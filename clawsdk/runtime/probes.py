@@ -132,7 +132,7 @@ class Probe:
 async def probe_task(task: Task, make_sandbox, registry) -> list[Probe]:
     """Run every cheap agent that has something to do in `task` through a real rollout."""
     from clawsdk.errors import FailureKind
-    from clawsdk.runtime.recorder import Recorder
+    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
 
     probes = []

@@ -1,5 +1,5 @@
 """Validation of a task: the untouched workspace must fail its verifier, the reference solution pass it, and
-no cheap agent (clawsdk.tasks.probes) may earn credit."""
+no cheap agent (clawsdk.runtime.probes) may earn credit."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import anyio
 
 from clawsdk.errors import FailureKind
 from clawsdk.plugins import get_registry
-from clawsdk.runtime.recorder import Recorder
+from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import Task
-from clawsdk.tasks.probes import Idle, Probe, probe_task
+from clawsdk.runtime.probes import Idle, Probe, probe_task
 
 
 @dataclass
