@@ -17,6 +17,12 @@ def printable(value: str | None) -> str | None:
     return _LONE_SURROGATE.sub("\ufffd", value) if value and not value.isascii() else value
 
 
+def short(e: BaseException, limit: int = 300) -> str:
+    """An error as one line of at most `limit` characters (and an ellipsis), for a run's or a rollout's reason."""
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def rounded(value: float, digits: int, scale: float = 1.0) -> str:
     """`value * scale` to `digits` decimals, never shown as the top (`scale`) or 0 when it is not: 0.996 read
     1.00 beside 99/100 passed, and 1,999 of 2,000 read 100.0."""

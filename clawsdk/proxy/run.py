@@ -24,8 +24,8 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
     from clawsdk.errors import FailureKind
     from clawsdk.runtime.ids import new_run_id, rollout_id
     from clawsdk.store.recorder import Recorder
+    from clawsdk.store.lifecycle import RunLifecycle
     from clawsdk.store.store import Store
-    from clawsdk.store.writer import StoreWriter
     from clawsdk.tasks.model import Task
 
     # a bad upstream fails here, before the store is touched
@@ -40,39 +40,32 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
             return store.claim_rollout(run_id=run_id, task_id=task.id, task_hash=task.hash, agent="proxy",
                                        model=None, make_id=lambda sample: rollout_id(run_id, task.id, sample))
 
-    async with StoreWriter(db) as writer:
-        await writer.put("upsert_run", run_id=run_id, status="running", agent="proxy", sandbox=None, samples=None,
-                         config={"proxy": True, "upstream": public_url(upstream)})
-        await writer.put("upsert_task", task=task)
-        await writer.flush()  # the run and the task are in before the rollout claims its row beside them
+    lifecycle = RunLifecycle(db, run_id, agent="proxy", shared=True,  # unless another proxy records into it
+                             config={"proxy": True, "upstream": public_url(upstream)})
+    async with lifecycle:
+        # the run and the task are in before the rollout claims its row beside them
+        await lifecycle.record_tasks([task])
         _, rid = await anyio.to_thread.run_sync(claim)
-        recorder = Recorder(writer, rid, 0)
+        lifecycle.started(rid)
+        recorder = Recorder(lifecycle.writer, rid, 0)
         tok = proxy.register(recorder, token)
         try:
             with anyio.open_signal_receiver(2, 15) as signals:
                 async with serving(proxy, host, port) as url, anyio.create_task_group() as tg:
                     if on_ready is not None:
                         on_ready(url + "/v1", tok, rid)
-
-                    async def stop_on_store_failure() -> None:  # calls nobody records must not go on
-                        await writer.failed.wait()
-                        tg.cancel_scope.cancel()
-
-                    tg.start_soon(stop_on_store_failure)
+                    # calls nobody records must not go on
+                    tg.start_soon(lifecycle.on_store_failure, lambda _why: tg.cancel_scope.cancel())
                     async for _ in signals:
                         break
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await writer.put("finish_rollout", rollout_id=rid, attempt=0, status="finished",
-                                 failure_kind=FailureKind.OK.value, scored=False, reward=None, passed=None,
-                                 error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
-                                 duration_s=time.perf_counter() - started)
-                await writer.put("end_run", run_id=run_id, status="finished")  # unless another proxy records
-    if writer.error is not None:  # its ending was dropped with the rest: end it on a connection of its own
+                await lifecycle.writer.put("finish_rollout", rollout_id=rid, attempt=0, status="finished",
+                                           failure_kind=FailureKind.OK.value, scored=False, reward=None, passed=None,
+                                           error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
+                                           duration_s=time.perf_counter() - started)
+    if lifecycle.status == "failed":  # its ending was dropped with the rest: ended on a connection of its own
         from clawsdk.errors import StoreError
 
-        reason = f"the store refused a write ({type(writer.error).__name__}: {writer.error})"
-        with Store(db) as store, store.transaction():
-            store.settle_run(run_id, [rid] if rid else [], "failed", reason)
-        raise StoreError(f"{reason}; the proxy stopped, as nothing more could be recorded in {db}")
+        raise StoreError(f"{lifecycle.reason}; the proxy stopped, as nothing more could be recorded in {db}")

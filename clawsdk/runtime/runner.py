@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 
+from clawsdk._text import short
 from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.agent import Agent
@@ -38,8 +39,8 @@ from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending,
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle, runnable
 from clawsdk.sandbox.hostdir import check_root, workspace_root
+from clawsdk.store.lifecycle import RunLifecycle
 from clawsdk.store.store import Store, default_db_path, dumps
-from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task, category_label
 
 log = logging.getLogger(__name__)
@@ -121,49 +122,71 @@ def with_agent_options(cfg: SandboxConfig, agent: Any, sandbox: str) -> SandboxC
     return dataclasses.replace(cfg, extra=extra)
 
 
-async def run(
-    tasks: Sequence[Task],
-    *,
-    agent: str | Agent = "oracle",
-    agent_options: dict[str, Any] | None = None,
-    sandbox: str = "auto",
-    sandbox_config: SandboxConfig | None = None,
-    samples: int = 1,
-    concurrency: int | str = "auto",
-    max_concurrency: int | None = None,
-    run_id: str | None = None,
-    db: str | os.PathLike | None = None,
-    retries: int = 2,
-    backoff_s: float = 0.5,
-    task_errors: Sequence[TaskFormatError] = (),
-    on_rollout: Callable[[RolloutOutcome], None] | None = None,
-    handle_signals: bool = False,
-    executor: str | Executor = "local",
-    executor_options: dict[str, Any] | None = None,
-    retry_unscored: bool = False,
-    control: bool = True,
-) -> RunResult:
-    """Run `samples` rollouts of every task and record them in the store at `db`.
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run goes: the agent and its options, the sandbox backend, how many samples, how many rollouts at
+    once, retries, the executor, the control channel. `run(tasks, RunOptions(...))`, or its fields as keywords
+    (`run(tasks, agent="oracle", samples=3)`). Rerunning a run id with other options than it was recorded with
+    is refused (RunConflict); `concurrency`, `retries` and the control channel may change."""
 
-    `sandbox="auto"` is bwrap where bubblewrap works, else local (no isolation). Rerunning a run id
-    resumes it: finished samples are kept; with `retry_unscored`, those that ended unscored (the model
-    server, the sandbox or the verifier failed) are run again, as a next attempt.
+    agent: str | Agent = "oracle"
+    agent_options: dict[str, Any] | None = None
+    #: "auto" is bwrap where bubblewrap works, else local (no isolation)
+    sandbox: str = "auto"
+    sandbox_config: SandboxConfig | None = None
+    samples: int = 1
+    #: "auto": the controller (clawsdk/runtime/concurrency.py) finds the level, up to `max_concurrency`;
+    #: a number fixes it
+    concurrency: int | str = "auto"
+    max_concurrency: int | None = None
+    retries: int = 2
+    backoff_s: float = 0.5
+    executor: str | Executor = "local"
+    executor_options: dict[str, Any] | None = None
+    #: a resume also runs again the samples an earlier invocation left unscored (as a next attempt)
+    retry_unscored: bool = False
+    #: listen on the run's control channel (clawsdk/runtime/control.py: `clawsdk ctl`, the TUI)
+    control: bool = True
+    #: SIGINT/SIGTERM end the run `interrupted`, its rollouts in flight `cancelled`
+    handle_signals: bool = False
 
-    `concurrency="auto"` lets the controller (clawsdk/runtime/concurrency.py) find the level, up to
-    `max_concurrency`; a number fixes it. With `control`, the run listens on its control channel
-    (clawsdk/runtime/control.py: `clawsdk ctl`, the TUI) while it goes on.
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "concurrency", parse_concurrency(self.concurrency))
+        if self.samples < 1:
+            raise ValueError("samples must be at least 1")
+        if self.max_concurrency is not None and self.max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+
+    @property
+    def auto(self) -> bool:
+        return self.concurrency == AUTO
+
+    @classmethod
+    def of(cls, options: RunOptions | None, fields: dict[str, Any]) -> RunOptions:
+        """`options` with `fields` replaced; a field RunOptions has not is the caller's mistake, named."""
+        unknown = sorted(set(fields) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise TypeError(f"run() got unknown option(s) {', '.join(unknown)}; RunOptions has "
+                            f"{', '.join(f.name for f in dataclasses.fields(cls))}")
+        return dataclasses.replace(options or cls(), **fields)
+
+
+async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_id: str | None = None,
+              db: str | os.PathLike | None = None, task_errors: Sequence[TaskFormatError] = (),
+              on_rollout: Callable[[RolloutOutcome], None] | None = None, **fields: Any) -> RunResult:
+    """Run `samples` rollouts of every task and record them in the store at `db` (the default store unless
+    given), under `run_id` (a new one unless given). `options` (RunOptions) or its fields as keywords say how.
+
+    Rerunning a run id resumes it: finished samples are kept; with `retry_unscored`, those that ended unscored
+    (the model server, the sandbox or the verifier failed) are run again, as a next attempt. `task_errors` (the
+    task files that could not be loaded) are recorded beside the run; `on_rollout` hears of each rollout's end.
     """
-    concurrency = parse_concurrency(concurrency)
-    if samples < 1:
-        raise ValueError("samples must be at least 1")
-    if max_concurrency is not None and max_concurrency < 1:
-        raise ValueError("max_concurrency must be at least 1")
-    auto = concurrency == AUTO
+    opts = RunOptions.of(options, fields)
     registry = get_registry()
-    the_agent = _load_agent(agent, agent_options or {})
-    cfg = sandbox_config or SandboxConfig()
+    the_agent = _load_agent(opts.agent, opts.agent_options or {})
+    cfg = opts.sandbox_config or SandboxConfig()
     check_root(cfg.root)  # a root that cannot hold workspaces: one error now, not every rollout unscored
-    sandbox = choose_sandbox(sandbox)
+    sandbox = choose_sandbox(opts.sandbox)
     # fail now, not in every rollout: an unknown backend, or tasks that need what it cannot give
     probe = registry.get("sandboxes", sandbox)(cfg)
     check_tasks(tasks, probe.capabilities, sandbox)
@@ -176,11 +199,14 @@ async def run(
         if inspect.isawaitable(checked):  # an agent that asks its model server (CliAgent: --base-url)
             await checked
     cfg = with_agent_options(cfg, the_agent, sandbox)
+    executor = opts.executor
     if isinstance(executor, str):
-        options = dict(executor_options or {})
+        exec_options = dict(opts.executor_options or {})
         if executor == "local":
-            options.setdefault("verifier_concurrency", max_concurrency or DEFAULT_CEILING if auto else concurrency)
-        executor = _build(registry.get("executors", executor), options, f"executor {executor!r}", "--executor-opt")
+            exec_options.setdefault("verifier_concurrency",
+                                    opts.max_concurrency or DEFAULT_CEILING if opts.auto else opts.concurrency)
+        executor = _build(registry.get("executors", executor), exec_options, f"executor {executor!r}",
+                          "--executor-opt")
     run_id = run_id or new_run_id()
     db_path = Path(db) if db is not None else default_db_path()
     tasks, unknown_skills = with_known_skills(tasks, registry)
@@ -189,171 +215,168 @@ async def run(
     agent_name = getattr(the_agent, "name", type(the_agent).__name__)
 
     refuse_duplicate_ids(tasks)
-    plan, attempts, before = _plan(db_path, run_id, tasks, samples, agent_name, sandbox, recorded(agent_options),
-                                   result, retry_unscored)
+    plan, attempts, before = _plan(db_path, run_id, tasks, opts.samples, agent_name, sandbox,
+                                   recorded(opts.agent_options), result, opts.retry_unscored)
     # what the run covers is every invocation's tasks at the most samples asked: a report counts a task
     # that never started as missing, and a resume with more samples is reported with them
     run_tasks = {**(before.get("tasks") or {}), **{t.id: t.hash for t in tasks}}  # task id -> hash
-    run_samples = max(samples, int(before.get("samples") or 0))
+    run_samples = max(opts.samples, int(before.get("samples") or 0))
     by_category = {t.id: category_label(t) or None for t in tasks}
     work = WorkQueue(plan)
-    slots = Slots(1 if auto else concurrency)
-    agent_by_name = agent if isinstance(agent, str) else None
-    started: list[str] = []  # every rollout this invocation started: it must end them all
+    slots = Slots(1 if opts.auto else opts.concurrency)
+    agent_by_name = opts.agent if isinstance(opts.agent, str) else None
     failure: BaseException | None = None
-    writer: StoreWriter | None = None
+    lifecycle = RunLifecycle(db_path, run_id, agent=agent_name, sandbox=sandbox, samples=run_samples, config={
+        "agent": agent_name, "agent_options": recorded(opts.agent_options), "sandbox": sandbox,
+        "samples": run_samples, "concurrency": opts.concurrency, "retries": opts.retries,
+        **({"max_concurrency": opts.max_concurrency} if opts.max_concurrency else {}),
+        "tasks": dict(sorted(run_tasks.items())),
+        "planned": len(run_tasks) * run_samples})  # what progress counts against (`clawsdk watch`)
 
     try:
-        async with StoreWriter(db_path) as writer, executor, _collector_for_runs():
-            await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
-                             samples=run_samples, config={
-                                 "agent": agent_name, "agent_options": recorded(agent_options), "sandbox": sandbox,
-                                 "samples": run_samples, "concurrency": concurrency, "retries": retries,
-                                 **({"max_concurrency": max_concurrency} if max_concurrency else {}),
-                                 "tasks": dict(sorted(run_tasks.items())),
-                                 # what progress counts against (`clawsdk watch`)
-                                 "planned": len(run_tasks) * run_samples})
-            for task in {t.hash: t for t in tasks}.values():
-                await writer.put("upsert_task", task=task)
-            for err in task_errors:
-                await writer.put("record_task_error", run_id=run_id, path=err.path, field=err.field,
-                                 task_id=err.task_id, message=err.message)
-
-            async def record_control(**row: Any) -> None:
-                await writer.put("record_run_control", run_id=run_id, level=slots.level, paused=slots.paused, **row)
-
-            # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto` wakes it
-            controller = Controller(
-                slots, ceiling=min(max_concurrency or DEFAULT_CEILING, fd_ceiling(), max(1, len(plan))),
-                initial=_start_concurrency(registry.get("sandboxes", sandbox)),
-                sees_sandbox_starts=isinstance(executor, LocalExecutor),
-                sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
-                queue_probe=_model_queue_probe(agent_options), fixed=None if auto else concurrency,
-                on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
-                                                     reason=d.reason, detail=d.detail))
-            await record_control(source="controller", actor="auto" if auto else "-c", action="start",
-                                 reason=controller.reason, detail={"ceiling": controller.ceiling} if auto else None)
-
-            async def one(task: Task, sample: int) -> None:
-                rid = rollout_id(run_id, task.id, sample)
-                requeued.discard(rid)
-                attempt = attempts.get(rid, -1)
-                try:
-                    started.append(rid)
-                    for retry in range(retries + 1):
-                        if retry:  # paused: no new attempt either
-                            await slots.wait_unpaused()
-                        attempt += 1
-                        await record_start(writer, rollout_id=rid, run_id=run_id, task=task, sample=sample,
-                                           attempt=attempt, agent=agent_name, model=getattr(the_agent, "model", None))
-                        recorder = Recorder(writer, rid, attempt)
-                        recorder.gate = slots
-                        recorder.observe = controller.observe
-
-                        async def cancelled() -> None:
-                            await record_cancelled(writer, rid, attempt, recorder)
-
-                        try:
-                            job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
-                                             agent_options=agent_options or {}, sandbox=sandbox,
-                                             sandbox_config=cfg, rollout_id=rid, attempt=attempt)
-                            res = await executor.attempt(job, recorder)
-                        except BaseException:  # cancelled (maybe inside an exception group): not finished
-                            await cancelled()
-                            raise
-                        last = retry == retries or not res.kind.retryable or not res.retryable
-                        verdict = res.verdict
-                        controller.rollout_finished(res.kind.value, res.duration_s)
-                        await record_ending(writer, rid, attempt, res, last=last)
-                        if last:
-                            break
-                        log.info("rollout %s: %s, retrying (%d/%d)", rid, res.kind.value, retry + 1, retries)
-                        try:
-                            await anyio.sleep(backoff_s * (2**retry))
-                        except BaseException:
-                            await cancelled()
-                            raise
-                finally:
-                    slots.give()
-                    work.done()
-                outcome = RolloutOutcome(
-                    rollout_id=rid, task_id=task.id, sample=sample, kind=res.kind,
-                    reward=verdict.score if verdict and res.kind.scored else None,
-                    passed=verdict.passed if verdict and res.kind.scored else None,
-                    error=res.error, duration_s=res.duration_s, attempts=retry + 1,
-                    category=by_category.get(task.id),
-                )
-                result.outcomes.append(outcome)
-                if on_rollout is not None:
-                    on_rollout(outcome)
-
-            requeued: set[str] = set()  # queued again and not started yet: a second requeue skips them
-
-            async def requeue() -> int:
-                await writer.flush()  # the endings of rollouts that just ended, in the store
-                items = await anyio.to_thread.run_sync(_unscored, db_path, run_id, {t.id: t for t in tasks})
-                items = [(rid, item) for rid, item in items if rid not in requeued]
-                for rid, (task, sample, attempt) in items:
-                    try:
-                        work.put((task, sample))
-                    except RuntimeError as e:
-                        raise ControlError(str(e)) from None
-                    attempts[rid] = max(attempts.get(rid, -1), attempt)
-                    requeued.add(rid)
-                result.retried += len(items)
-                return len(items)
-
-            async with anyio.create_task_group() as outer:
-                if handle_signals:
-                    outer.start_soon(_cancel_on_signal, outer.cancel_scope, result)
-                outer.start_soon(_cancel_on_store_failure, outer.cancel_scope, writer)
-
-                def cancel(who: str) -> None:
-                    result.interrupted = True
-                    result.cancelled_by = who
-                    outer.cancel_scope.cancel()
-
-                steering = Steering(run_id, slots, controller, record=record_control, cancel=cancel,
-                                    requeue=requeue, verifiers=getattr(executor, "verifier_slots", None))
-                if control:
-                    await _open_control(outer, db_path, run_id, steering)
-                outer.start_soon(controller.run)
-                stop_listening = listen_model_status(controller.model_status)
-                try:
-                    async with anyio.create_task_group() as rollouts:
-                        async for task, sample in work:
-                            try:
-                                await slots.take()
-                            except BaseException:
-                                work.done()
-                                raise
-                            rollouts.start_soon(one, task, sample)
-                finally:
-                    stop_listening()
-                outer.cancel_scope.cancel()  # all done: stop watching for signals, the writer and the channel
-    except BaseException as e:  # noqa: BLE001 - every ending is settled below; cancellation is re-raised there
-        failure = e
-    finally:
-        # On a connection of its own: the writer may be what failed. Shielded: a cancelled run must still end.
-        status, reason = _ending(result, failure, writer)
-        with anyio.CancelScope(shield=True):
+        async with lifecycle:
+            writer = lifecycle.writer
             try:
-                ended = await anyio.to_thread.run_sync(_settle, db_path, run_id, started, status, reason)
-            except Exception as e:  # noqa: BLE001 - the store itself is gone; say so, keep the first cause
-                log.error("could not record how run %s ended in %s: %s: %s", run_id, db_path, type(e).__name__, e)
-                ended = None
-                if failure is None:
-                    failure = e
-                    reason = f"the store could not record the run's end: {type(e).__name__}: {e}"
+                async with executor, _collector_for_runs():
+                    await lifecycle.record_tasks(tasks, task_errors)
+
+                    async def record_control(**row: Any) -> None:
+                        await writer.put("record_run_control", run_id=run_id, level=slots.level, paused=slots.paused,
+                                         **row)
+
+                    # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto`
+                    # wakes it
+                    controller = Controller(
+                        slots, ceiling=min(opts.max_concurrency or DEFAULT_CEILING, fd_ceiling(), max(1, len(plan))),
+                        initial=_start_concurrency(registry.get("sandboxes", sandbox)),
+                        sees_sandbox_starts=isinstance(executor, LocalExecutor),
+                        sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
+                        queue_probe=_model_queue_probe(opts.agent_options),
+                        fixed=None if opts.auto else opts.concurrency,
+                        on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
+                                                             reason=d.reason, detail=d.detail))
+                    await record_control(source="controller", actor="auto" if opts.auto else "-c", action="start",
+                                         reason=controller.reason,
+                                         detail={"ceiling": controller.ceiling} if opts.auto else None)
+
+                    async def one(task: Task, sample: int) -> None:
+                        rid = rollout_id(run_id, task.id, sample)
+                        requeued.discard(rid)
+                        attempt = attempts.get(rid, -1)
+                        try:
+                            lifecycle.started(rid)
+                            for retry in range(opts.retries + 1):
+                                if retry:  # paused: no new attempt either
+                                    await slots.wait_unpaused()
+                                attempt += 1
+                                await record_start(writer, rollout_id=rid, run_id=run_id, task=task, sample=sample,
+                                                   attempt=attempt, agent=agent_name,
+                                                   model=getattr(the_agent, "model", None))
+                                recorder = Recorder(writer, rid, attempt)
+                                recorder.gate = slots
+                                recorder.observe = controller.observe
+
+                                async def cancelled() -> None:
+                                    await record_cancelled(writer, rid, attempt, recorder)
+
+                                try:
+                                    job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
+                                                     agent_options=opts.agent_options or {}, sandbox=sandbox,
+                                                     sandbox_config=cfg, rollout_id=rid, attempt=attempt)
+                                    res = await executor.attempt(job, recorder)
+                                except BaseException:  # cancelled (maybe inside an exception group): not finished
+                                    await cancelled()
+                                    raise
+                                last = retry == opts.retries or not res.kind.retryable or not res.retryable
+                                verdict = res.verdict
+                                controller.rollout_finished(res.kind.value, res.duration_s)
+                                await record_ending(writer, rid, attempt, res, last=last)
+                                if last:
+                                    break
+                                log.info("rollout %s: %s, retrying (%d/%d)", rid, res.kind.value, retry + 1,
+                                         opts.retries)
+                                try:
+                                    await anyio.sleep(opts.backoff_s * (2**retry))
+                                except BaseException:
+                                    await cancelled()
+                                    raise
+                        finally:
+                            slots.give()
+                            work.done()
+                        outcome = RolloutOutcome(
+                            rollout_id=rid, task_id=task.id, sample=sample, kind=res.kind,
+                            reward=verdict.score if verdict and res.kind.scored else None,
+                            passed=verdict.passed if verdict and res.kind.scored else None,
+                            error=res.error, duration_s=res.duration_s, attempts=retry + 1,
+                            category=by_category.get(task.id),
+                        )
+                        result.outcomes.append(outcome)
+                        if on_rollout is not None:
+                            on_rollout(outcome)
+
+                    requeued: set[str] = set()  # queued again and not started yet: a second requeue skips them
+
+                    async def requeue() -> int:
+                        await writer.flush()  # the endings of rollouts that just ended, in the store
+                        items = await anyio.to_thread.run_sync(_unscored, db_path, run_id, {t.id: t for t in tasks})
+                        items = [(rid, item) for rid, item in items if rid not in requeued]
+                        for rid, (task, sample, attempt) in items:
+                            try:
+                                work.put((task, sample))
+                            except RuntimeError as e:
+                                raise ControlError(str(e)) from None
+                            attempts[rid] = max(attempts.get(rid, -1), attempt)
+                            requeued.add(rid)
+                        result.retried += len(items)
+                        return len(items)
+
+                    async with anyio.create_task_group() as outer:
+                        if opts.handle_signals:
+                            outer.start_soon(_cancel_on_signal, outer.cancel_scope, result)
+                        # nothing more would be recorded: stop rather than run rollouts nobody can see
+                        outer.start_soon(lifecycle.on_store_failure, lambda _why: outer.cancel_scope.cancel())
+
+                        def cancel(who: str) -> None:
+                            result.interrupted = True
+                            result.cancelled_by = who
+                            outer.cancel_scope.cancel()
+
+                        steering = Steering(run_id, slots, controller, record=record_control, cancel=cancel,
+                                            requeue=requeue, verifiers=getattr(executor, "verifier_slots", None))
+                        if opts.control:
+                            await _open_control(outer, db_path, run_id, steering)
+                        outer.start_soon(controller.run)
+                        stop_listening = listen_model_status(controller.model_status)
+                        try:
+                            async with anyio.create_task_group() as rollouts:
+                                async for task, sample in work:
+                                    try:
+                                        await slots.take()
+                                    except BaseException:
+                                        work.done()
+                                        raise
+                                    rollouts.start_soon(one, task, sample)
+                        finally:
+                            stop_listening()
+                        outer.cancel_scope.cancel()  # all done: stop watching for signals, the writer and the channel
+            except BaseException as e:  # every ending is settled as the lifecycle ends; cancellation is re-raised
+                failure = e
+            lifecycle.end(*_ending(result, failure))
+    except BaseException as e:  # the store could not be opened or the run recorded: nothing was started
+        failure = failure or e
+        lifecycle.end(*_ending(result, failure))
+    finally:
+        with anyio.CancelScope(shield=True):
             try:  # warm sandboxes (docker's pool) must not outlive the run
                 await release_idle(sandbox)
-            except Exception as e:  # noqa: BLE001 - what is left goes in the next start's orphan sweep
+            except Exception as e:  # what is left goes in the next start's orphan sweep
                 log.warning("could not release the %s sandboxes kept warm: %s: %s", sandbox, type(e).__name__, e)
     if failure is not None and not isinstance(first_leaf(failure), Exception):
         raise failure  # cancelled from outside, or KeyboardInterrupt: as it came
-    if failure is not None or status == "failed":
+    if failure is not None or lifecycle.status == "failed":
+        ended = lifecycle.ended
         left = f"{ended} rollout(s) in flight ended cancelled; " if ended else ""
-        raise RunFailed(f"run {run_id} failed: {reason}; {left}rerun with --run-id {run_id} to finish it",
+        raise RunFailed(f"run {run_id} failed: {lifecycle.reason}; {left}rerun with --run-id {run_id} to finish it",
                         run_id=run_id, result=result) from failure
     return result
 
@@ -421,20 +444,12 @@ def _unscored(db_path: Path, run_id: str, tasks: dict[str, Task]) -> list[tuple[
     return out
 
 
-async def _cancel_on_store_failure(scope: anyio.CancelScope, writer: StoreWriter) -> None:
-    await writer.failed.wait()
-    scope.cancel()  # nothing more would be recorded: stop rather than run rollouts nobody can see
-
-
-def _ending(result: RunResult, failure: BaseException | None, writer: StoreWriter | None) -> tuple[str, str | None]:
-    """The run's status and, unless it finished, why."""
-    if writer is not None and writer.error is not None:
-        e = writer.error
-        return "failed", f"the store refused a write ({type(e).__name__}: {_short(e)})"
+def _ending(result: RunResult, failure: BaseException | None) -> tuple[str, str | None]:
+    """The run's status and, unless it finished, why (a store that refused a write overrides it: RunLifecycle)."""
     if failure is not None:
         leaf = first_leaf(failure)
         if isinstance(leaf, Exception):
-            return "failed", f"{type(leaf).__name__}: {_short(leaf)}"
+            return "failed", f"{type(leaf).__name__}: {short(leaf)}"
         if result.cancelled_by:
             return "interrupted", f"cancelled by {result.cancelled_by}"
         return "interrupted", "cancelled" if not isinstance(leaf, KeyboardInterrupt) else "interrupted (Ctrl-C)"
@@ -443,16 +458,6 @@ def _ending(result: RunResult, failure: BaseException | None, writer: StoreWrite
             return "interrupted", f"cancelled by {result.cancelled_by}"
         return "interrupted", "interrupted by a signal"
     return "finished", None
-
-
-def _short(e: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(e).split())
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _settle(db_path: Path, run_id: str, started: list[str], status: str, reason: str | None) -> int:
-    with Store(db_path) as store, store.transaction():
-        return store.settle_run(run_id, started, status, reason)
 
 
 def with_known_skills(tasks: Sequence[Task], registry: Registry) -> tuple[list[Task], list[TaskFormatError]]:
@@ -603,6 +608,6 @@ def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent
     return plan, attempts, before
 
 
-def run_sync(tasks: Sequence[Task], **kwargs: Any) -> RunResult:
+def run_sync(tasks: Sequence[Task], options: RunOptions | None = None, **kwargs: Any) -> RunResult:
     """`run` from synchronous code."""
-    return anyio.run(lambda: run(tasks, **kwargs))
+    return anyio.run(lambda: run(tasks, options, **kwargs))

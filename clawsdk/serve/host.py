@@ -51,6 +51,7 @@ from clawsdk.runtime.rollout import (
     record_ending,
 )
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.lifecycle import RunLifecycle
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
 
@@ -522,60 +523,38 @@ async def hosting(config: ServeConfig, registry: Registry | None = None,
     config.sandbox = resolve_sandbox(config, registry)
     listing = await list_tools(config.task, registry)
     host: RolloutHost | None = None
-    writer: StoreWriter | None = None
-    try:
-        async with StoreWriter(config.db) as writer:
-            await writer.put("upsert_run", run_id=config.run_id, status="running", agent="mcp-client",
-                             sandbox=config.sandbox, samples=None,
+    lifecycle = RunLifecycle(config.db, config.run_id, agent="mcp-client", sandbox=config.sandbox, shared=True,
                              config={"served": True, "task": config.task.id, "sandbox": config.sandbox,
                                      "timeout_s": config.time_limit})
-            await writer.put("set_run_status", run_id=config.run_id, status="running")
-            await writer.put("upsert_task", task=config.task)
-            await writer.flush()  # the run and the task are in before a rollout claims its row beside them
-            try:
-                async with anyio.create_task_group() as tg:
-                    host = RolloutHost(config, writer, registry, tg, on_all_done, listing)
-                    watching = anyio.CancelScope()
+    async with lifecycle:
+        # the run and the task are in before a rollout claims its row beside them
+        await lifecycle.record_tasks([config.task])
+        try:
+            async with anyio.create_task_group() as tg:
+                host = RolloutHost(config, lifecycle.writer, registry, tg, on_all_done, listing)
+                watching = anyio.CancelScope()
 
-                    async def watch_store(host: RolloutHost, writer: StoreWriter) -> None:
-                        with watching:
-                            await writer.failed.wait()
-                            e = writer.error
-                            host.fail(f"the store refused a write ({type(e).__name__}: {e})")
+                async def watch_store(host: RolloutHost) -> None:
+                    with watching:
+                        await lifecycle.on_store_failure(host.fail)
 
-                    tg.start_soon(watch_store, host, writer)
-                    try:
-                        yield host
-                    finally:
-                        host.stop()
-                        watching.cancel()
-            finally:
-                with anyio.CancelScope(shield=True):
-                    stopped = host is not None and host.interrupted
-                    await writer.put("end_run", run_id=config.run_id,  # unless another server still records
-                                     status="interrupted" if stopped else "finished")
-    finally:
-        failure = host.failure if host is not None else None
-        if failure is None and writer is not None and writer.error is not None:
-            failure = f"the store refused a write ({type(writer.error).__name__}: {writer.error})"
-        if failure is not None:
-            ids = [live.id for live in host.lives] if host is not None else []
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_settle_failed, config, ids, failure)
-    if failure is not None:
-        raise StoreError(f"{failure}; clawsdk serve stopped, as nothing more could be recorded in "
+                tg.start_soon(watch_store, host)
+                try:
+                    yield host
+                finally:
+                    host.stop()
+                    watching.cancel()
+        finally:
+            if host is not None:
+                for live in host.lives:
+                    lifecycle.started(live.id)
+                if host.failure is not None:
+                    lifecycle.end("failed", host.failure)
+                elif host.interrupted:  # unless another server still records into the run (RunLifecycle)
+                    lifecycle.end("interrupted")
+    if lifecycle.status == "failed":
+        raise StoreError(f"{lifecycle.reason}; clawsdk serve stopped, as nothing more could be recorded in "
                          f"{config.db} (run {config.run_id} is marked failed)")
-
-
-def _settle_failed(config: ServeConfig, rollout_ids: list[str], reason: str) -> None:
-    """The run `failed` and its rollouts still `running` cancelled, on a connection of its own: the writer's
-    own endings of them were dropped with everything after the write the store refused."""
-    try:
-        with Store(config.db) as store, store.transaction():
-            store.settle_run(config.run_id, rollout_ids, "failed", reason)
-    except Exception as e:  # noqa: BLE001 - the store is gone altogether: say so, keep the first cause
-        log.error("could not record how run %s ended in %s: %s: %s", config.run_id, config.db,
-                  type(e).__name__, e)
 
 
 async def stop_on_store_failure(host: RolloutHost, stop: Callable[[], None]) -> None:
