@@ -85,7 +85,7 @@ async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
                     with anyio.fail_after(task.limits.timeout_s):
                         await OracleAgent().run(AgentContext(task=task, tools=tools, recorder=recorder))
             snapshot = {e.path: await box.read(e.path) for e in await box.list(".", recursive=True) if not e.is_dir}
-        except Exception as e:  # noqa: BLE001 - reported per task
+        except Exception as e:  # reported per task
             result.setup_error = f"could not produce the final workspace: {type(e).__name__}: {e}"
             return result
         for _ in range(passes):

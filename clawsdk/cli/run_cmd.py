@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from clawsdk.bench.manifest import MAX_SAMPLES
-from clawsdk.cli.common import (announce_sandbox, console, db_option, err_console,  # noqa: F401
+from clawsdk.cli.common import (announce_sandbox, console, db_option, err_console,
                                 exit_if_nothing_scored, fmt_reward, friendly_errors, load_all, parse_options,
                                 print_task_errors)
 from clawsdk.cli.options import agent_options, json_option, rollout_options

@@ -627,7 +627,7 @@ def load_hf(path: str | Path) -> Any:
         if (folder / name).exists():
             try:
                 ds = load(folder / name)
-            except Exception as e:  # noqa: BLE001 - pyarrow's and datasets' errors name no file
+            except Exception as e:  # pyarrow's and datasets' errors name no file
                 raise ValueError(f"{folder / name}: cannot be read ({type(e).__name__}: {e}); "
                                  "export the dataset again") from None
             _check_count(manifest, len(ds), folder / name, "rows")

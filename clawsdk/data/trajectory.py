@@ -218,7 +218,7 @@ def _check_backed(history: list[dict[str, Any]], replies: list[dict[str, Any]], 
                 if tool_loop:  # the agent keeps a reply with its text calls moved into tool_calls
                     m = _normalise_assistant(_message({**m, "role": "assistant"}, "a reply"))
                     keys.add(_said(m, "a reply"))
-            except Exception:  # noqa: BLE001 - a reply that cannot be read backs no turn
+            except Exception:  # a reply that cannot be read backs no turn
                 continue
         said.append(keys)
     j = 0

@@ -81,7 +81,7 @@ class HttpUpstream:
             async with httpx2.AsyncClient(timeout=30) as client:
                 r = await client.get(f"{self.url}/models", headers=self.headers())
             return r.status_code, r.json()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return 502, {"error": {"message": self.redact(f"upstream {self.shown}: {type(e).__name__}: {e}")}}
 
 

@@ -680,7 +680,7 @@ def report_model_status(status: int) -> None:
     for listener in list(_status_listeners):
         try:
             listener(status)
-        except Exception:  # noqa: BLE001 - a listener must never fail a model call
+        except Exception:  # a listener must never fail a model call
             log.debug("model status listener failed", exc_info=True)
 
 
@@ -710,9 +710,9 @@ def vllm_queue_probe(base_url: str, timeout_s: float = 1.0) -> Callable[[], floa
         import urllib.request
 
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 - the user's model server
+            with urllib.request.urlopen(url, timeout=timeout_s) as r:  # the user's model server
                 text = r.read(2 << 20).decode("utf-8", "replace")
-        except Exception:  # noqa: BLE001 - no /metrics: this backend reports no queue
+        except Exception:  # no /metrics: this backend reports no queue
             state["dead"] = True
             return None
         values = [float(v) for v in pattern.findall(text)]

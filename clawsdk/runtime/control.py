@@ -126,7 +126,7 @@ async def serve_control(path: Path, store_file: Path, handler: Handler, *,
                 reply = await handler(request, _peer(stream, str(request.get("by") or "")))
             except (ValueError, ControlError) as e:
                 reply = {"ok": False, "error": str(e)}
-            except Exception as e:  # noqa: BLE001 - one bad request must not stop the channel
+            except Exception as e:  # one bad request must not stop the channel
                 log.exception("control request failed")
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             try:

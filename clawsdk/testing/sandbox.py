@@ -444,7 +444,7 @@ async def _refused(call: Awaitable, path: str, error: type[Exception], what: str
     except error as e:
         assert path in str(e), f"{what}: the {type(e).__name__} does not name the path {path!r}: {e}"
         return
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise AssertionError(f"{what} raised {type(e).__name__} ({e}); the contract is {error.__name__}") from e
     raise AssertionError(f"{what} was accepted; the contract is {error.__name__}")
 
@@ -603,6 +603,6 @@ def self_check(factory: Factory, config: SandboxConfig | None = None) -> dict[st
             results[check.name] = "ok"
         except CheckSkipped as e:
             results[check.name] = f"skipped: {e}"
-        except BaseException as e:  # noqa: BLE001 - report every failure, go on
+        except BaseException as e:  # report every failure, go on
             results[check.name] = f"failed: {type(e).__name__}: {e}"
     return results

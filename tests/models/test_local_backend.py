@@ -17,13 +17,13 @@ from conftest import write_task
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from clawsdk.runtime.runner import run  # noqa: E402
-from clawsdk.store.store import Store  # noqa: E402
-from clawsdk.tasks.native import load_task  # noqa: E402
-from clawsdk_plugins.models_transformers import TransformersModel as Backend  # noqa: E402
+from clawsdk.runtime.runner import run
+from clawsdk.store.store import Store
+from clawsdk.tasks.native import load_task
+from clawsdk_plugins.models_transformers import TransformersModel as Backend
 
 
-def TransformersModel(path: str, **options) -> Backend:  # noqa: N802
+def TransformersModel(path: str, **options) -> Backend:
     """The backend in float32 on every device. These tests compare answers token for token and log-probability
     to 1e-3; in bfloat16, the default on CUDA, the tiny random model's near-equal logits order differently
     when a batch sums them in another order (seen on an H200)."""
@@ -179,7 +179,7 @@ def test_the_embedded_model_works_an_example_task_end_to_end(tmp_path):
 
     try:
         embedded_gguf()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.skip(str(e))
     task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "mailing-list-dedupe")
 
@@ -223,7 +223,7 @@ def test_a_reinstalled_gguf_reuses_its_dequantized_copy(tmp_path):
 
     try:
         installed = embedded_gguf()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.skip(str(e))
     first = dequantized_copy(installed)  # converted once (about 30 s), or already in the cache
     reinstalled = tmp_path / "venv" / installed.name

@@ -309,7 +309,7 @@ def test_the_vllm_queue_probe_reads_prometheus_metrics(tmp_path):
     import threading
 
     class Metrics(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = (b'# HELP vllm:num_requests_waiting\nvllm:num_requests_waiting{model_name="m"} 7.0\n'
                     if self.path == "/metrics" else b"")
             self.send_response(200 if body else 404)

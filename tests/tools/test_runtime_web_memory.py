@@ -144,7 +144,7 @@ def test_web_fetch_serves_the_pages_a_task_ships_and_is_offline_in_an_isolating_
 @contextlib.contextmanager
 def local_site():
     class H(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = PAGE.encode() if self.path == "/hours" else json.dumps({"ok": True}).encode()
             self.send_response(200)
             self.send_header("content-type", "text/html" if self.path == "/hours" else "application/json")

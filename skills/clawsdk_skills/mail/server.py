@@ -169,7 +169,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
 
     @srv.tool()
     @tool_errors
-    async def mail_read(id: str) -> Message:  # noqa: A002
+    async def mail_read(id: str) -> Message:
         """One message: its headers, text body (HTML turned to text) and attachment names."""
         msg = await load(id)
         body, att = body_of(msg)
