@@ -64,9 +64,9 @@ def tasks(workload: str, n: int):
 def measure(workload: str, concurrency: str, db: str) -> dict:
     """One run in this (child) process."""
     import anyio
+    from clawsdk_plugins.agents import ScriptedAgent
 
     from clawsdk import Store, run
-    from clawsdk_plugins.agents import ScriptedAgent
 
     n = WORKLOADS[workload]["rollouts"]
     low = [mem_available()]

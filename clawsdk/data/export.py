@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.data import hub, lineage
-from clawsdk.data.select import Candidate, SelectionResult
 from clawsdk.data.rows import REDO as _REDO
 from clawsdk.data.rows import check_row, row_problem
+from clawsdk.data.select import Candidate, SelectionResult
 from clawsdk.data.tokenize import CONTROL_TOKENS, control_tokens, find_control_token
 from clawsdk.data.trajectory import PromptStyle, Trajectory, tool_listing
 from clawsdk.models import toolcalls

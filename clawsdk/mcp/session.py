@@ -25,8 +25,8 @@ from clawsdk.mcp.toolhost.boundary import Boundary
 from clawsdk.mcp.toolhost.inside import SEPARATOR as HOSTED_SEPARATOR
 from clawsdk.mcp.toolkit import bounded_result
 from clawsdk.models.prompt import FINISH_TOOL
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.toolruntime import ServerRef
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Limits, McpServer, Task, ToolPolicy
 
 log = logging.getLogger(__name__)

@@ -25,8 +25,8 @@ from mcp import StdioServerParameters
 from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierError, VerifierTimeout
 from clawsdk.mcp.session import ToolSession, ToolSource, ToolSpec
 from clawsdk.runtime.agent import AgentContext
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.toolruntime import server_ref
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import McpServer
 from clawsdk.verify.verdict import Verdict, VerifyContext
 

@@ -28,16 +28,26 @@ import anyio
 from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.agent import Agent
-from clawsdk.runtime.concurrency import (AUTO, DEFAULT_CEILING, Controller, HostSampler, Slots, WorkQueue,
-                                         fd_ceiling, listen_model_status, parse_concurrency, vllm_queue_probe)
+from clawsdk.runtime.concurrency import (
+    AUTO,
+    DEFAULT_CEILING,
+    Controller,
+    HostSampler,
+    Slots,
+    WorkQueue,
+    fd_ceiling,
+    listen_model_status,
+    parse_concurrency,
+    vllm_queue_probe,
+)
 from clawsdk.runtime.control import ControlError, Steering, serve_control, socket_path
 from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.runtime.ids import new_run_id, rollout_id
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle, runnable
 from clawsdk.sandbox.hostdir import check_root, workspace_root
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.store.writer import StoreWriter
 from clawsdk.tasks.model import Task, category_label

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import fields
-
 from typing import Any
 
 from clawsdk.errors import ClawError, TaskFormatError

@@ -23,10 +23,16 @@ from pathlib import Path, PurePosixPath
 import anyio
 
 from clawsdk.errors import SandboxError
-from clawsdk.sandbox.base import (
-    MAX_READ_BYTES, SCORING_ENV, Entry, ExecResult, ProcessLimits, Sandbox, SandboxConfig,
-)
 from clawsdk.sandbox import hostroot, safefs
+from clawsdk.sandbox.base import (
+    MAX_READ_BYTES,
+    SCORING_ENV,
+    Entry,
+    ExecResult,
+    ProcessLimits,
+    Sandbox,
+    SandboxConfig,
+)
 from clawsdk.sandbox.process import child_process, prlimited
 from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task

@@ -42,7 +42,6 @@ from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError, StoreErr
 from clawsdk.mcp.session import FINISH, ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.ids import rollout_id
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import (
     AttemptResult,
     attempt_rollout,
@@ -51,6 +50,7 @@ from clawsdk.runtime.rollout import (
     record_ending,
 )
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
 

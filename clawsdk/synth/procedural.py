@@ -83,8 +83,8 @@ async def synthesize_procedural(families: Sequence[Family], n: int, seed: int, o
 
     A rerun with the same run_id skips candidates that already reached a final status.
     """
-    from clawsdk.sandbox.capabilities import choose_sandbox
     from clawsdk.runtime.validate import validate_task
+    from clawsdk.sandbox.capabilities import choose_sandbox
 
     sandbox = choose_sandbox(sandbox)
     out = Path(out)

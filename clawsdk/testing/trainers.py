@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clawsdk.train import Trainer, TrainResult
 from clawsdk.testing.report import Report, raised
+from clawsdk.train import Trainer, TrainResult
 
 MISSING = "clawsdk-kit-no-such-dataset@v9"
 

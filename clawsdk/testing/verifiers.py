@@ -24,11 +24,11 @@ import anyio
 from clawsdk.errors import SandboxError, VerifierError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.oracle import OracleAgent
-from clawsdk.store.recorder import Recorder
+from clawsdk.runtime.probes import Idle
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Task
-from clawsdk.runtime.probes import Idle
 from clawsdk.testing.report import Report
 from clawsdk.verify.verdict import Verdict, VerifyContext
 

@@ -11,13 +11,21 @@ import shlex
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import anyio
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
-from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import Count, Number
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
 

@@ -42,7 +42,6 @@ from clawsdk.sandbox.isolated import ROOM
 if TYPE_CHECKING:
     from clawsdk.sandbox.hostroot import SandboxRoot
     from clawsdk.tasks.model import Task
-
     from clawsdk_plugins.sandbox_docker import DockerSandbox
 
 log = logging.getLogger(__name__)

@@ -513,8 +513,8 @@ def _rebuild_agent(job: RolloutJob, pickled: Any) -> Agent:
 
 async def _run_on_worker(job: RolloutJob, pickled_agent: Any, q: queue.Queue, box: dict) -> AttemptResult:
     from clawsdk.plugins import get_registry
-    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
+    from clawsdk.store.recorder import Recorder
 
     _work_where_the_driver_does()
     recorder = Recorder(_QueueWriter(q), job.rollout_id, job.attempt, keep=True)  # type: ignore[arg-type]

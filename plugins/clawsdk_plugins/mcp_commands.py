@@ -114,10 +114,10 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     """
     import anyio
 
-    from clawsdk.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
     from clawsdk.runtime.ids import new_run_id
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
+    from clawsdk.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
 
     the_task = _one_task(task)
     backend = choose_sandbox(sandbox)

@@ -32,8 +32,8 @@ from clawsdk.sandbox import toolruntime
 from clawsdk.sandbox.base import Capabilities, ProcessLimits, SandboxConfig
 from clawsdk.sandbox.egress import FORWARDER, SOCKET_INSIDE
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
-from clawsdk.sandbox.process import rlimit_args
 from clawsdk.sandbox.limits import IsolationOptions
+from clawsdk.sandbox.process import rlimit_args
 from clawsdk.tasks.model import Task
 
 log = logging.getLogger(__name__)

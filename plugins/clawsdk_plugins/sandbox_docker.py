@@ -33,15 +33,13 @@ import click
 
 from clawsdk.errors import SandboxError
 from clawsdk.hookspecs import hookimpl
-from clawsdk.sandbox import safefs
-from clawsdk.sandbox import toolruntime
+from clawsdk.sandbox import safefs, toolruntime
 from clawsdk.sandbox.base import Capabilities, ExecResult, ProcessLimits, SandboxConfig, SandboxProcess
 from clawsdk.sandbox.egress import FORWARDER, SOCKET_INSIDE
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
 from clawsdk.sandbox.process import StderrTail, rlimit_args, serving
 from clawsdk.tasks.model import Task
-
 from clawsdk_plugins import docker_pool
 from clawsdk_plugins.docker_pool import IO_PATH
 
@@ -675,7 +673,6 @@ def sweep_command() -> None:
     """Remove docker containers and sandbox folders (local, bwrap, docker) left by killed clawsdk processes."""
     from clawsdk.sandbox import hostdir
     from clawsdk.sandbox.hostroot import sweep_orphans
-
     from clawsdk_plugins.sandbox_bwrap import fallback_base
 
     base = hostdir.workspace_root()

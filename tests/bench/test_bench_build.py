@@ -7,7 +7,7 @@ import json
 import pytest
 
 from clawsdk.bench.build import BuildOptions, select
-from clawsdk.bench.decontam import read_training, shingles, jaccard
+from clawsdk.bench.decontam import jaccard, read_training, shingles
 from clawsdk.bench.manifest import ManifestError, load_manifest, parse_manifest
 from clawsdk.tasks.model import Task
 

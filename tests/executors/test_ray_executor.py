@@ -9,13 +9,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_plugins.executor_ray import RayExecutor
 
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.runtime.executor import RolloutJob
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.executor_ray import RayExecutor
+from clawsdk.store.recorder import Recorder
 from tests.conftest import EXAMPLES, make_task
 from tests.executors import ray_agents
 from tests.executors.ray_agents import Chatty, KillsItsWorker, WaitsForGo

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from clawsdk_plugins.executor_ray import RayExecutor, RayExecutorError
 
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.executor import RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.executor_ray import RayExecutor, RayExecutorError
 
 
 def job(**resources) -> RolloutJob:

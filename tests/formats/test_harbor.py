@@ -12,11 +12,11 @@ import logging
 import tomllib
 
 import pytest
+from clawsdk_plugins.harbor import HarborSource, load_task, rewards_of
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.harbor import HarborSource, load_task, rewards_of
 from tests.conftest import FIXTURES
 from tests.sandbox.sandbox_backends import skip_unless_available
 

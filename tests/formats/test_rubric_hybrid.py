@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task, VerifierSpec
 from clawsdk.verify.rubric import parse_answer, parse_rubric_text, rubric_verifier
-from clawsdk_plugins.agents import ScriptedAgent
 from tests.formats.formats_helpers import JudgeServer, use_scripted_judge
 
 RULES = [

@@ -13,13 +13,13 @@ import textwrap
 
 import anyio
 import httpx2
+from clawsdk_plugins.agent_harness import HarnessAgent
 
 from clawsdk.proxy import SHUTDOWN_GRACE_S, ModelProxy, serving
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agent_harness import HarnessAgent
 from tests.asgi import answered_models, request_body
 from tests.conftest import make_task
 

@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 
 from clawsdk.errors import VerifierError
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.plugins import get_registry
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk.verify.verdict import Verifier

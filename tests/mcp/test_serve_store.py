@@ -13,8 +13,8 @@ import threading
 import anyio
 from mcp import Client, StdioServerParameters
 
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.runtime.ids import rollout_id
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from tests.conftest import make_task

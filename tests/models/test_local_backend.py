@@ -17,10 +17,11 @@ from conftest import write_task
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from clawsdk_plugins.models_transformers import TransformersModel as Backend
+
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.models_transformers import TransformersModel as Backend
 
 
 def TransformersModel(path: str, **options) -> Backend:
@@ -235,8 +236,9 @@ def test_a_reinstalled_gguf_reuses_its_dequantized_copy(tmp_path):
 
 def test_the_backends_keep_their_registered_names_and_import_paths():
     # models_local was split by backend: `--model NAME` and code that imports from it still work
-    from clawsdk.plugins import get_registry
     from clawsdk_plugins import models_embedded, models_llamacpp, models_local, models_vllm
+
+    from clawsdk.plugins import get_registry
 
     registry = get_registry()
     assert registry.get("models", "transformers") is Backend

@@ -8,10 +8,10 @@ import time
 
 import anyio
 import pytest
+from clawsdk_plugins.models_openai import OpenAIModel, context_overflow
 from conftest import OVERFLOW_STYLES, Reply, completion, prompt_tokens
 
 from clawsdk.errors import ContextOverflow, FailureKind, ModelError
-from clawsdk_plugins.models_openai import OpenAIModel, context_overflow
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "ls", "description": "list",

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_plugins.openclaw.agent import OpenClawAgent
+from clawsdk_plugins.openclaw.install import find_install, missing_message
 
 from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.openclaw.agent import OpenClawAgent
-from clawsdk_plugins.openclaw.install import find_install, missing_message
 from tests.cli_agent.scripted_model import PlannedModel, tool_call
 
 REPO = Path(__file__).resolve().parents[2]

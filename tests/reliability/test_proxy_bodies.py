@@ -10,9 +10,9 @@ import anyio
 import httpx2
 import pytest
 
-from clawsdk.proxy import core as proxy_module
 from clawsdk._http import public_url
 from clawsdk.proxy import ModelProxy, serving
+from clawsdk.proxy import core as proxy_module
 from clawsdk.store.recorder import Recorder
 from tests.asgi import request_body
 

@@ -7,8 +7,16 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from clawsdk.runtime.concurrency import (Controller, Host, Slots, WorkQueue, parse_concurrency,
-                                         report_model_status, listen_model_status, vllm_queue_probe)
+from clawsdk.runtime.concurrency import (
+    Controller,
+    Host,
+    Slots,
+    WorkQueue,
+    listen_model_status,
+    parse_concurrency,
+    report_model_status,
+    vllm_queue_probe,
+)
 
 GIB = 1 << 30
 

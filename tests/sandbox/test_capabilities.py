@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import CapabilityError, backend_capabilities, check_tasks
 from clawsdk.sandbox.limits import IsolationOptions
-from clawsdk.errors import SandboxError
 from clawsdk.tasks.model import Task
 
 

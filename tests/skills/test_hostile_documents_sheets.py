@@ -20,9 +20,9 @@ import json
 import zlib
 
 import anyio
+import clawsdk_skills
 import pytest
 
-import clawsdk_skills
 from clawsdk.tasks.model import File
 from tests.conftest import loop_ticks
 from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed

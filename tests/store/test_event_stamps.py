@@ -9,8 +9,8 @@ from functools import partial
 
 import anyio
 
-from clawsdk.store.recorder import Recorder
 from clawsdk.store import store as store_module
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store, dumps, now
 from clawsdk.store.writer import StoreWriter
 

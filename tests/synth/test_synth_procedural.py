@@ -7,8 +7,10 @@ from collections import Counter
 
 import anyio
 import pytest
+from clawsdk_plugins.synth import synth_group
 from click.testing import CliRunner
 
+from clawsdk.runtime.validate import validate_tasks
 from clawsdk.store.store import Store
 from clawsdk.synth.families import FAMILIES, resolve_families
 from clawsdk.synth.procedural import generate
@@ -16,8 +18,6 @@ from clawsdk.synth.records import SynthRecords
 from clawsdk.tasks.model import CATEGORIES
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk.runtime.validate import validate_tasks
-from clawsdk_plugins.synth import synth_group
 
 CORE = {"read", "write", "edit", "ls", "glob", "grep", "exec"}
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from clawsdk.runtime.validate import validate_tasks
 from clawsdk.synth.distinct import abstract, abstract_solution, distinctness
 from clawsdk.synth.families import FAMILIES, resolve_families
 from clawsdk.synth.splits import make_splits
-from clawsdk.runtime.validate import validate_tasks
 
 # (templates, abstract solutions, templates no other template shares a solution with), at level 1.
 # The one-template versions of fix-failing-test and rename-by-rule had 1 template and 8 and 2 abstract

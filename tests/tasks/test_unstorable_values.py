@@ -10,8 +10,8 @@ import json
 import sqlite3
 
 import pytest
-from pydantic import ValidationError
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 from clawsdk import Task
 from clawsdk.cli import cli

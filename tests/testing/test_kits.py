@@ -39,7 +39,6 @@ def test_task_source_kit_passes_the_native_and_clawgym_sources(tmp_path):
     # clawgym's writer and reader agree: the kit round-trips what it can hold through export()
     cg = tmp_path / "cg"
     from clawsdk.tasks.convert import export_tasks
-
     from clawsdk.tasks.model import File, Task, VerifierSpec
 
     task = Task(id="cg-one", instruction="Write out.txt saying hi.", category="productivity",

@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
 import pytest
-
-from clawsdk.sandbox.base import Capabilities
 from clawsdk_plugins.sandbox_local import LocalSandbox
 from clawsdk_tools.core import core_server, memory_server, web_server
+
+from clawsdk.sandbox.base import Capabilities
 from tests.tools.conftest import connected, task_with, text
 
 
@@ -225,8 +225,8 @@ def test_memory_search_ranks_notes_and_memory_get_reads_only_memory_files():
 def test_tool_policy_selects_tools_like_openclaw(policy, expected):
     from clawsdk.mcp.session import ToolSession
     from clawsdk.plugins import get_registry
-    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import tool_servers
+    from clawsdk.store.recorder import Recorder
 
     async def main():
         task = task_with(tools=["core", "memory", "spreadsheets"], tool_policy=policy)

@@ -58,10 +58,9 @@ def exported(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_trl_prepares_the_default_export_with_the_embedded_tokenizer(exported, tmp_path):
     import datasets
+    from clawsdk_plugins.trainers import resolve_base
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
-
-    from clawsdk_plugins.trainers import resolve_base
 
     folder, _ = exported
     base = resolve_base("embedded")

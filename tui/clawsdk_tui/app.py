@@ -15,7 +15,7 @@ from textual.app import App
 from textual.binding import Binding
 
 from clawsdk_tui.data import EventFollower, Rates, RunSummary, RunWatch, StoreReader
-from clawsdk_tui.messages import ControlDone, DetailUpdate, PollFailed, Polled  # where they were
+from clawsdk_tui.messages import ControlDone, DetailUpdate, Polled, PollFailed  # where they were
 from clawsdk_tui.render import clean
 from clawsdk_tui.widgets import HeaderStats
 
