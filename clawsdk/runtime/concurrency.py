@@ -59,7 +59,7 @@ def parse_concurrency(value: int | str | None) -> int | str:
     except ValueError:
         raise ValueError(f"concurrency must be 'auto' or a whole number of at least 1 (got {value!r})") \
             from None
-    if n < 1 or n != value and not isinstance(value, str):
+    if n < 1 or (n != value and not isinstance(value, str)):
         raise ValueError(f"concurrency must be 'auto' or a whole number of at least 1 (got {value!r})")
     return n
 
@@ -451,7 +451,7 @@ class Controller:
 
     def _steady(self, now: float, level: int, host: Host, figures: dict) -> Decision | None:
         elapsed = now - self._epoch_start
-        if elapsed < self._epoch_s() or self._epoch_done < 8 and elapsed < 4 * self._epoch_s():
+        if elapsed < self._epoch_s() or (self._epoch_done < 8 and elapsed < 4 * self._epoch_s()):
             return None
         saturated_share = self._epoch_busy / elapsed if elapsed else 0.0
         rate = self._epoch_done / elapsed

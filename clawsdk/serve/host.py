@@ -203,7 +203,7 @@ class LiveRollout:
 
     def why_ended(self) -> str:
         res = self.result
-        why = f"this rollout has ended ({self.end_reason or res and res.kind.value})"
+        why = f"this rollout has ended ({self.end_reason or (res and res.kind.value)})"
         if res is not None and not res.kind.scored:
             why += f"; it could not be scored ({res.kind.value})"
         return why

@@ -26,6 +26,7 @@ from clawsdk._http import (
     uvicorn_server,
 )
 from clawsdk.serve.host import RolloutHost, ServeConfig, hosting, stop_on_signal, stop_on_store_failure
+import anyio.lowlevel
 
 if TYPE_CHECKING:
     from anyio.abc import ObjectSendStream
@@ -104,7 +105,7 @@ class _StdinLines:
         if self.pollable:
             await anyio.wait_readable(self.fd)
         else:
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         try:
             chunk = os.read(self.fd, self.CHUNK)
         except BlockingIOError:

@@ -40,7 +40,7 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
 
     registry = get_registry()
     text = str(spec)
-    if not text.strip() or not text.partition(":")[2].strip() and text.endswith(":"):
+    if not text.strip() or (not text.partition(":")[2].strip() and text.endswith(":")):
         # Path("") is ".": an unset $TASKS ran every task found under the working folder
         raise FileNotFoundError(f"{text!r}: an empty task path; give a task file or folder")
     name, _, rest = text.partition(":")

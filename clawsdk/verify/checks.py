@@ -171,7 +171,7 @@ class Command(_Check):
 
 
 Check = Annotated[
-    Union[FileExists, FileAbsent, TextContains, TextEquals, Regex, JsonEquals, CsvEquals, Command],
+    FileExists | FileAbsent | TextContains | TextEquals | Regex | JsonEquals | CsvEquals | Command,
     Field(discriminator="type"),
 ]
 _checks = TypeAdapter(list[Check])

@@ -58,7 +58,7 @@ def bad_value(param: click.Parameter, tmp: Path) -> str:
         return str(t.choices[0])  # valid: the other values are what is wrong
     if isinstance(t, (click.types.IntParamType, click.types.FloatParamType)):
         return "1"
-    if isinstance(t, click.Path) and param.name in ("out", "rootfs") or param.name == "out":
+    if (isinstance(t, click.Path) and param.name in ("out", "rootfs")) or param.name == "out":
         return str(tmp / "a-file" / "out")  # under a file: it can be neither read nor created
     if isinstance(t, (click.Path, click.File)) or isinstance(param, click.Argument):
         return str(tmp / "missing" / "nope")
@@ -150,7 +150,7 @@ def test_readers_of_a_non_sqlite_file_name_it(bad_files, capsys):
                  ["runs", "--db", str(bad_files / "a-file")]):
         code, out, err = call(argv, capsys)
         assert_one_line_error(code, out, err, argv)
-        assert "not a SQLite" in err and "not-a-store.db" in err or "a-file" in err, err
+        assert ("not a SQLite" in err and "not-a-store.db" in err) or "a-file" in err, err
 
 
 def test_readers_of_a_store_another_process_is_still_creating_say_so(bad_files, capsys, monkeypatch):

@@ -162,8 +162,8 @@ def test_sft_export_reads_back_as_the_store_holds_it(store_path, tmp_path):
         assert calls[: len(store_calls)] == store_calls and calls[-1][0] == "finish"
         assert results == store_results
         assert (
-            msgs[0]["role"] == "system"
-            and msgs[1] == {"role": "user", "content": "Write 'hello world' into hello.txt."}
+            (msgs[0]["role"] == "system"
+            and msgs[1] == {"role": "user", "content": "Write 'hello world' into hello.txt."})
             or msgs[1]["content"].startswith("Write")
         )
         assert {t["function"]["name"] for t in row["tools"]} >= {"read", "write", "ls", "finish"}
