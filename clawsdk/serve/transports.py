@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 
 from clawsdk._http import (
@@ -26,7 +27,6 @@ from clawsdk._http import (
     uvicorn_server,
 )
 from clawsdk.serve.host import RolloutHost, ServeConfig, hosting, stop_on_signal, stop_on_store_failure
-import anyio.lowlevel
 
 if TYPE_CHECKING:
     from anyio.abc import ObjectSendStream

@@ -70,7 +70,7 @@ def check_task_source(source: Any, sample: str | os.PathLike, *, broken: str | o
 
         if broken is not None:
             broken = Path(broken)
-            good, errs, crash = _load(source, broken)
+            _good, errs, crash = _load(source, broken)
             report.add("load(broken) does not raise", crash is None, f"{type(crash).__name__}: {crash}")
             inside = all(Path(e.path).resolve().is_relative_to(broken.resolve()) for e in errs)
             report.add("each unreadable task is a TaskFormatError naming its file", bool(errs) and inside,

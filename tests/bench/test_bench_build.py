@@ -303,7 +303,7 @@ def test_a_bench_run_that_scored_nothing_exits_1_with_the_reason(tmp_path, capsy
         code = 0
     except SystemExit as e:
         code = e.code
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert code == 1, err
     assert f"no rollout of this run was scored; the first reason: transformers:{tmp_path / 'none'}: no such folder" \
         in " ".join(err.split())

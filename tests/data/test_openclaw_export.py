@@ -24,7 +24,7 @@ def test_an_openclaw_rollout_exports_the_turns_its_model_wrote(openclaw_home, db
     plan = [tool_call(i, c.tool, c.args) for i, c in enumerate(task.solution or [])]  # read, write, exec
     plan[0]["content"] = "  Let me read the log first.\n\nThen I write a script.  \n"
     plan[1]["content"] = "Writing the script now."
-    outcome, row, events, model = _rollout(task, plan, db, "oc-export", "local", openclaw_home)
+    outcome, _row, _events, _model = _rollout(task, plan, db, "oc-export", "local", openclaw_home)
     assert (outcome.kind.value, outcome.reward) == ("ok", 1.0), outcome.error
     with Store(db) as store:
         result = select(store, Selection())

@@ -278,7 +278,7 @@ def test_the_checker_catches_a_wrong_agent_a_wrong_option_and_a_missing_command(
 @pytest.mark.parametrize("command", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
 def test_documented_command(command: DocCommand, tmp_path, monkeypatch):
     args = _argv(command.text)
-    path, cmd, rest = resolve(args, str(command))
+    path, _cmd, rest = resolve(args, str(command))
     runner = CliRunner()
     monkeypatch.setenv("CLAWSDK_DB", str(tmp_path / "store.db"))
     monkeypatch.chdir(ROOT)

@@ -45,7 +45,7 @@ def test_concurrent_calls_over_serve_export_each_with_its_own_output(tmp_path, d
 
     answers = anyio.run(main)
     assert "A-out" in answers[SLOW] and "B-out" in answers[FAST]  # the client got the right answers
-    row, events = _served_events(db)
+    _row, events = _served_events(db)
     kinds = [(e["kind"], (e["payload"].get("args") or {}).get("command")) for e in events[:4]]
     # the fast call finished first: its result is recorded before the slow call's
     assert kinds == [("tool_call", SLOW), ("tool_call", FAST), ("tool_result", None), ("tool_result", None)]

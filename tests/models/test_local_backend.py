@@ -508,7 +508,7 @@ def test_when_a_long_row_leaves_the_columns_nobody_uses_are_packed_away(tiny_che
             tg.start_soon(ask, short_prompt, 30)
         return out
 
-    long_answer, short_answer = sorted(anyio.run(go), key=lambda r: len(r.completion_token_ids))
+    _long_answer, short_answer = sorted(anyio.run(go), key=lambda r: len(r.completion_token_ids))
     columns = [c for _, c in steps]
     assert columns[0] > 600 and columns[-1] < 60, columns  # the short row went on in its own columns only
     assert short_answer.completion_token_ids == alone(model, short_prompt, 30).completion_token_ids

@@ -133,7 +133,7 @@ def test_a_lone_surrogate_escape_in_the_body_goes_upstream_as_it_came(caplog):
     the body with httpx's UTF-8 JSON and answered the agent's own request with a 500 and a traceback."""
     upstream = Upstream()
     raw = b'{"model": "m", "messages": [{"role": "user", "content": "ls: n\\udcffm.txt"}]}'
-    [r], recorder = exchange(upstream, [(raw, None)])
+    [r], _recorder = exchange(upstream, [(raw, None)])
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "hello", r.text
     assert upstream.calls == 1
     no_traceback(caplog)

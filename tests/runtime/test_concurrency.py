@@ -55,7 +55,7 @@ def step(c: Controller, slots: Slots, clock: Clock, host: Host | None = None, *,
 
 
 def test_it_starts_at_four_times_the_cores():
-    c, slots, clock = controller(initial=None)
+    c, slots, _clock = controller(initial=None)
     assert slots.level == 4 * c.sampler.cpus or slots.level == 8
 
 

@@ -8,12 +8,12 @@ import re
 from functools import partial
 
 import anyio
+import anyio.lowlevel
 
 from clawsdk.store import store as store_module
 from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store, dumps, now
 from clawsdk.store.writer import StoreWriter
-import anyio.lowlevel
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00")
 

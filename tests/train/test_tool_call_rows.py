@@ -100,7 +100,7 @@ def test_the_shapes_an_export_writes_read_back_and_render(tiny_model, tmp_path):
     assert got == [json.loads(r) for r in rows]
     tok = AutoTokenizer.from_pretrained(tiny_model)
     for row in got:
-        ids, mask = encode_chat(tok, row["messages"], row["tools"])
+        _ids, mask = encode_chat(tok, row["messages"], row["tools"])
         assert any(mask)
 
 
