@@ -47,7 +47,7 @@ async def in_process(function: str, *args):
         if proc.returncode != 0:
             raise RuntimeError(f"the matcher exited with {proc.returncode}: "
                                f"{err.decode('utf-8', 'replace').strip()[-300:]}")
-        return pickle.loads(bytes(out))
+        return pickle.loads(bytes(out))  # noqa: S301 - our own child process, running this file
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -56,5 +56,5 @@ async def in_process(function: str, *args):
 
 
 if __name__ == "__main__":
-    name, arguments = pickle.load(sys.stdin.buffer)
+    name, arguments = pickle.load(sys.stdin.buffer)  # noqa: S301 - written by match() in the parent
     sys.stdout.buffer.write(pickle.dumps(FUNCTIONS[name](*arguments)))

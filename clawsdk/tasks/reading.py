@@ -386,7 +386,7 @@ def parse_yaml(text: str, where: str, *, limits: ReadLimits | None = None, line_
     """YAML (safe types only) with nesting bounded; TaskFormatError saying where it is wrong."""
     limits = limits or ReadLimits.from_env()
     try:
-        value = yaml.load(text, Loader=_bounded_loader(limits.depth))  # a SafeLoader subclass
+        value = yaml.load(text, Loader=_bounded_loader(limits.depth))  # noqa: S506 - a SafeLoader subclass
     except NestingError as e:
         raise TaskFormatError(where, f"invalid YAML: {e}") from None
     except DuplicateKeyError as e:

@@ -91,7 +91,7 @@ def storable(task: Task, path: str | Path) -> Task | TaskFormatError:
     except Exception:  # a provenance that is not a dict; the dump below says why
         where = str(path)
     try:
-        task.hash  # computed (and cached) for what it raises
+        _ = task.hash  # computed (and cached) for what it raises
         if first_unstorable({"metadata": task.metadata, "provenance": task.provenance}) is None:
             return task
         raise ValueError("a value the store cannot write")

@@ -329,7 +329,7 @@ async def check_network_blocked(factory: Factory, config: SandboxConfig) -> None
     targets = [("127.0.0.1", _Listener("127.0.0.1"))]
     ip = _host_ip()
     if ip:
-        targets.append((ip, _Listener("0.0.0.0")))
+        targets.append((ip, _Listener(ip)))
     try:
         async with _Opened(factory, config) as o:
             sb = await o.start()

@@ -9,7 +9,7 @@ import pytest
 from clawsdk.data.export import export_preferences, export_rl, export_sft, load_rows
 from clawsdk.data.select import Selection, load_candidates, select
 from clawsdk.store.store import Store
-from tests.data.test_data_select_export import hello_task, store_path  # the fixture
+from tests.data.test_data_select_export import hello_task
 
 datasets.disable_progress_bars()
 

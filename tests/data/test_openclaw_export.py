@@ -14,7 +14,7 @@ from clawsdk.data.select import Selection, select
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
 from tests.cli_agent.scripted_model import tool_call
-from tests.openclaw.test_openclaw_agent import EXAMPLE, _rollout, openclaw_home  # a fixture
+from tests.openclaw.test_openclaw_agent import EXAMPLE, _rollout
 
 pytestmark = pytest.mark.slow
 

@@ -113,7 +113,10 @@ class SemverBump(Family):
             new = (major, minor + 1, 0)
         else:
             new = (major, minor, patch + 1)
-        sha = lambda: "".join(rng.choice("0123456789abcdef") for _ in range(7))
+
+        def sha() -> str:
+            return "".join(rng.choice("0123456789abcdef") for _ in range(7))
+
         log_lines = []
         for k, s, t, b in commits:
             head = k + (f"({s})" if s else "") + ("!" if b else "")
