@@ -200,7 +200,7 @@ def test_manifest_round_trips_and_refuses_newer_versions(tmp_path):
     raw = json.loads(path.read_text())
     raw["schema_version"] = 99
     path.write_text(json.dumps(raw))
-    with pytest.raises(ManifestError, match="schema_version 99 is newer .* upgrade clawsdk"):
+    with pytest.raises(ManifestError, match=r"schema_version 99 is newer .* upgrade clawsdk"):
         load_manifest(path)
     raw["schema_version"] = 1
     raw["tasks"][0]["weight"] = -1
@@ -227,7 +227,7 @@ def test_training_export_recorded_in_the_store_is_excluded(tmp_path):
                 store.db.execute("INSERT INTO dataset_rows (dataset_id, row, role, task_hash) "
                                  "VALUES ('sft@v1', ?, 'example', ?)", [row, t.hash])
         training = read_datasets(store, ["sft@v1"])
-        with pytest.raises(ManifestError, match="no dataset 'nope' .*recent: sft@v1"):
+        with pytest.raises(ManifestError, match=r"no dataset 'nope' .*recent: sft@v1"):
             read_datasets(store, ["nope"])
     r = select(ts, opts(band=None), training=training)
     assert reasons(r) == {"t00": "training_hash", "t01": "training_near_duplicate"}
@@ -315,7 +315,7 @@ def test_a_fifo_given_as_the_manifest_is_refused_not_waited_on(tmp_path, capsys)
 
     fifo = tmp_path / "bench.json"
     os.mkfifo(fifo)
-    with pytest.raises(ManifestError, match="bench.json: not a regular file"):
+    with pytest.raises(ManifestError, match=r"bench.json: not a regular file"):
         load_manifest(fifo)
     code, err = _bench_run_cli(fifo, tmp_path, capsys)
     assert code == 2 and "not a regular file" in err, err

@@ -248,11 +248,11 @@ def test_bench_run_refuses_such_a_sandbox_root_before_it_records_anything(tmp_pa
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     db = tmp_path / "store.db"
-    with pytest.raises(SandboxError, match="--sandbox-root .*a-file: is a file, not a folder"):
+    with pytest.raises(SandboxError, match=r"--sandbox-root .*a-file: is a file, not a folder"):
         anyio.run(lambda: bench_run(tmp_path / "no-manifest.json",
                                     sandbox_config=SandboxConfig(root=str(a_file)), db=db))
     monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(a_file))
-    with pytest.raises(SandboxError, match="CLAWSDK_SANDBOX_ROOT=.*a-file: is a file"):
+    with pytest.raises(SandboxError, match=r"CLAWSDK_SANDBOX_ROOT=.*a-file: is a file"):
         anyio.run(lambda: bench_run(tmp_path / "no-manifest.json", db=db))
     assert not db.exists()
 

@@ -443,5 +443,5 @@ def test_a_preference_margin_of_0_or_less_is_refused_never_a_rollout_paired_with
         cands = [c for c in load_candidates(store, Selection(runs=["model-good"])) if not c.reason]
         with pytest.raises(ValueError, match="margin must be above 0"):
             export_preferences(store, cands, tmp_path, name="p", margin=0)
-        with pytest.raises(Exception, match="no preference pairs|pair"):  # only passing rollouts: nothing to pair
+        with pytest.raises(Exception, match=r"no preference pairs|pair"):  # only passing rollouts: nothing to pair
             export_preferences(store, cands, tmp_path, name="p", margin=1e-9)

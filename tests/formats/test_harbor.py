@@ -119,7 +119,7 @@ def test_rewards_are_read_as_harbor_reads_them():
     assert rewards_of("reward.json", '{"a": 1, "b": 0}')[0] == 0.5  # no "reward": the mean
     for name, text in (("reward.txt", ""), ("reward.txt", "pass"), ("reward.json", '{"reward": NaN}'),
                        ("reward.json", '{"reward": "1"}')):
-        with pytest.raises(Exception, match="empty|not a number|not a finite number"):
+        with pytest.raises(Exception, match=r"empty|not a number|not a finite number"):
             rewards_of(name, text)
 
 

@@ -170,7 +170,7 @@ def test_matching_past_its_deadline_is_a_tool_error_and_the_loop_runs_meanwhile(
     async def main():
         async with loop_ticks(0.02) as ticks:
             started = anyio.current_time()
-            with pytest.raises(ToolError, match="still matching names after 0.5 s"):
+            with pytest.raises(ToolError, match=r"still matching names after 0.5 s"):
                 await files.matching_paths(glob, names)
             took = anyio.current_time() - started
         return took, ticks

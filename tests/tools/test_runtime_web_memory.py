@@ -246,7 +246,7 @@ def test_tool_policy_selects_tools_like_openclaw(policy, expected):
 def test_unknown_profile_or_group_is_a_clear_task_error():
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="tool_policy.profile: unknown profile 'cod'"):
+    with pytest.raises(ValidationError, match=r"tool_policy.profile: unknown profile 'cod'"):
         task_with(tool_policy={"profile": "cod"})
-    with pytest.raises(ValidationError, match="tool_policy.deny: unknown group 'group:nope'"):
+    with pytest.raises(ValidationError, match=r"tool_policy.deny: unknown group 'group:nope'"):
         task_with(tool_policy={"deny": ["group:nope"]})
