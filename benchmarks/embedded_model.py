@@ -118,7 +118,7 @@ def main() -> None:
 
     def second_turns(first: list) -> list[list[dict]]:
         return [m + [r.message, {"role": "tool", "tool_call_id": "call_1", "content": listing}]
-                for m, r in zip(batch, first)]
+                for m, r in zip(batch, first, strict=True)]
 
     async def answers(msgs: list[list[dict]]) -> list:
         out: dict = {}

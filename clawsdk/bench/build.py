@@ -329,14 +329,14 @@ def runtime_checks(*, reverify: int = 0, validate: bool = False, sandbox: str = 
             if validate:
                 if progress:
                     progress(f"validating {len(tasks)} task(s)")
-                for t, v in zip(tasks, await validate_tasks(tasks, sandbox, concurrency)):
+                for t, v in zip(tasks, await validate_tasks(tasks, sandbox, concurrency), strict=True):
                     if not v.ok:
                         failed[t.hash] = ("validation_failed", v.problem)
             if reverify:
                 rest = [t for t in tasks if t.hash not in failed]
                 if progress:
                     progress(f"re-verifying {len(rest)} task(s) {reverify} times each")
-                for t, r in zip(rest, await reverify_tasks(rest, reverify, sandbox, concurrency)):
+                for t, r in zip(rest, await reverify_tasks(rest, reverify, sandbox, concurrency), strict=True):
                     if r.broken:
                         failed[t.hash] = ("validation_failed", r.detail)
                     elif r.flaky:

@@ -159,7 +159,7 @@ def completion_of(response: ChatResponse, model: str) -> dict[str, Any]:
     if response.logprobs is not None:
         ids = response.completion_token_ids or [None] * len(response.logprobs)
         choice["logprobs"] = {"content": [{"token": f"token_id:{t}", "logprob": lp, "bytes": None, "top_logprobs": []}
-                                          for t, lp in zip(ids, response.logprobs)]}
+                                          for t, lp in zip(ids, response.logprobs, strict=True)]}
     out: dict[str, Any] = {"id": f"chatcmpl-{secrets.token_hex(8)}", "object": "chat.completion",
                            "created": int(time.time()), "model": model, "choices": [choice],
                            "usage": {"prompt_tokens": response.usage.get("prompt_tokens", 0),

@@ -40,7 +40,7 @@ class MinHasher:
 
     @staticmethod
     def similarity(a: tuple[int, ...], b: tuple[int, ...]) -> float:
-        return sum(x == y for x, y in zip(a, b)) / len(a)
+        return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
 
 
 class MiniLM:

@@ -232,7 +232,7 @@ def values_equal(a: Any, b: Any, tolerance: float = 0.0, ignore_order: bool = Fa
         if not isinstance(a, list) or len(a) != len(b):
             return False
         if not ignore_order:
-            return all(values_equal(x, y, tolerance, ignore_order, subset) for x, y in zip(a, b))
+            return all(values_equal(x, y, tolerance, ignore_order, subset) for x, y in zip(a, b, strict=True))
         remaining = list(a)
         for y in b:
             for i, x in enumerate(remaining):
@@ -454,7 +454,7 @@ class ChecksVerifier(Verifier):
                 return 0.0, f"{len(rows)} rows, expected {len(expected)}"
 
             def row_eq(a: list, b: list) -> bool:
-                return len(a) == len(b) and all(_cells_equal(x, y, c.tolerance) for x, y in zip(a, b))
+                return len(a) == len(b) and all(_cells_equal(x, y, c.tolerance) for x, y in zip(a, b, strict=True))
 
             if c.ignore_row_order and rows:
                 header_ok = row_eq(rows[0], expected[0])
@@ -465,7 +465,7 @@ class ChecksVerifier(Verifier):
                         return 0.0, f"unexpected row {r}"
                     del want[match]
                 return float(header_ok), "equal" if header_ok else f"header differs: {rows[0]}"
-            for i, (a, b) in enumerate(zip(rows, expected)):
+            for i, (a, b) in enumerate(zip(rows, expected, strict=True)):
                 if not row_eq(a, b):
                     return 0.0, f"row {i + 1} differs: {a} != {b}"
             return 1.0, "equal"

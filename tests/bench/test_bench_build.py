@@ -66,7 +66,7 @@ def test_a_band_without_measurements_is_a_clear_error():
 def test_quotas_take_the_most_discriminating_tasks_and_report_shortfalls():
     ts = ([task(i, "A") for i in range(5)] + [task(10 + i, "B") for i in range(2)]
           + [task(20 + i, "C") for i in range(3)] + [task(30, "D")])
-    ps = [(t, [p]) for t, p in zip(ts[:5], [0.5, 0.2, 0.45, 0.8, 0.3])] + [(t, [0.5]) for t in ts[5:]]
+    ps = [(t, [p]) for t, p in zip(ts[:5], [0.5, 0.2, 0.45, 0.8, 0.3], strict=True)] + [(t, [0.5]) for t in ts[5:]]
     r = select(ts, opts(band=(0.1, 0.9), quotas={"A": 2, "B": 4, "*": 1}), measurements=rates(ps))
     ids = sorted(t.id for t in r.manifest.tasks)
     assert [i for i in ids if i < "t10"] == ["t00", "t02"]  # pass rates 0.5 and 0.45: nearest to 1/2

@@ -90,7 +90,7 @@ def bad_cases() -> list:
     """Each command with each bad store, leaving out the pairs where nothing would be wrong: a command
     that takes nothing, and one that takes only a store, given the empty (valid) store."""
     cases = []
-    for (path, cmd), name in zip(COMMANDS, IDS):
+    for (path, cmd), name in zip(COMMANDS, IDS, strict=True):
         params = filled(cmd)
         for store in ("not-a-store.db", "empty-store.db"):
             if any(p.name != "db" for p in params) or (store == "not-a-store.db" and params):

@@ -32,7 +32,7 @@ def test_load_dataset_on_an_sft_export_folder_gives_its_rows(store_path, tmp_pat
         assert on_disk.num_rows == 3 and sorted(on_disk["rollout_id"]) == sorted(ds["rollout_id"])
     if "jsonl" in formats:  # the rows on disk carry the same columns
         assert {r["rollout_id"]: r["passed"] for r in load_rows(exp.path)} == dict(zip(ds["rollout_id"],
-                                                                                        ds["passed"]))
+                                                                                        ds["passed"], strict=True))
 
 
 def test_a_failed_rollout_carries_its_failing_check(store_path, tmp_path):

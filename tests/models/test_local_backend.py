@@ -283,7 +283,7 @@ def test_what_a_prompt_shares_with_an_earlier_one_is_not_encoded_again_and_chang
     assert widths == []  # every prompt was seen: nothing encoded again
     alone = answer_all(one_by_one, prompts)
     assert one_by_one.prefixes
-    for w, a, b, c in zip(want, first, again, alone):
+    for w, a, b, c in zip(want, first, again, alone, strict=True):
         assert a.completion_token_ids == w.completion_token_ids == b.completion_token_ids == c.completion_token_ids
         for got in (a, b, c):
             assert got.logprobs == pytest.approx(w.logprobs, abs=1e-3)
@@ -324,7 +324,7 @@ def test_kept_caches_are_cut_grown_bounded_and_equal_a_fresh_encoding(tiny_check
         ids = torch.tensor([[5] * 300 + [6] * 100 + [7] * 199], device=model.hf_model.device)
         fresh = model.hf_model(input_ids=ids, use_cache=True)
     cache = fresh.get("cache", fresh.get("past_key_values"))
-    for (k, v), layer in zip(parted, cache.layers):
+    for (k, v), layer in zip(parted, cache.layers, strict=True):
         assert torch.allclose(k, layer.keys, atol=1e-5) and torch.allclose(v, layer.values, atol=1e-5)
     # bounded: past PREFIX_BYTES the least recently used goes
     model.PREFIX_BYTES = 700 * sum(k[0, :, :1].numel() * 4 * 2 for k, _ in parted)  # about 700 tokens
@@ -342,7 +342,7 @@ def test_a_growing_cache_writes_into_its_room_and_regrows_when_replaced():
     layer.update(chunks[0], values[0])
     assert layer.room[0].shape[2] == 5  # a first update keeps exactly what it brings
     pointers = set()
-    for k, v in zip(chunks[1:], values[1:]):
+    for k, v in zip(chunks[1:], values[1:], strict=True):
         keys, vals = layer.update(k, v)
         pointers.add(layer.room[0].data_ptr())
     assert len(pointers) <= 3  # grown half as big again each time, not per token
@@ -398,7 +398,7 @@ def test_a_model_whose_caches_cannot_sit_side_by_side_answers_the_same(tiny_chec
     padded = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     padded.load()
     padded._plain_layers = False  # as for a model with sliding-window layers: left-padded prompts
-    for a, b in zip(answer_all(kept, prompts), answer_all(padded, prompts)):
+    for a, b in zip(answer_all(kept, prompts), answer_all(padded, prompts), strict=True):
         assert a.completion_token_ids == b.completion_token_ids
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-3)
     assert not padded.prefixes

@@ -61,7 +61,7 @@ def test_every_template_is_valid_untouched_fails_reference_passes(family):
     tasks = [f.task(4, 0, level, tp) for tp in f.templates(1) for level in ((1, 3) if family == "rename-by-rule"
                                                                             else (1,))]
     results = anyio.run(lambda: validate_tasks(tasks, concurrency=4))
-    assert not [(t.id, r.problem) for t, r in zip(tasks, results) if not r.ok]
+    assert not [(t.id, r.problem) for t, r in zip(tasks, results, strict=True) if not r.ok]
 
 
 def test_splits_hold_out_parameters_templates_and_families_with_nothing_shared():

@@ -75,7 +75,8 @@ def main() -> int:
     if not isinstance(answers, list):
         answers = []
     failed = 0
-    for (call, want), answer in zip(spec["cases"], answers + [["error", "no answer"]] * len(calls)):
+    padded = answers + [["error", "no answer"]] * len(calls)  # a missing answer is an error; not strict
+    for (call, want), answer in zip(spec["cases"], padded, strict=False):
         kind, text = answer if isinstance(answer, list) and len(answer) == 2 else ("error", repr(answer))
         try:
             got = ast.literal_eval(text) if kind == "ok" else None
