@@ -120,7 +120,7 @@ async def stdio(n: int, folder: Path, db: Path) -> tuple[float, list[float]]:
 
 
 async def http(n: int, folder: Path, db: Path) -> tuple[float, list[float]]:
-    proc = subprocess.Popen([CLAWSDK, "serve", str(folder), "--http", "--port", "0", "--max-rollouts", "1",
+    proc = subprocess.Popen([CLAWSDK, "serve", str(folder), "--http", "--port", "0", "--max-rollouts", "1",  # noqa: ASYNC220 - only starts it
                              "--db", str(db), "--run-id", "bench-http"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:

@@ -23,13 +23,14 @@ def count_matches(pattern: str, flags: int, text: str) -> int:
 
 
 FUNCTIONS = {"count_matches": count_matches}
+_SELF = os.path.abspath(__file__)  # the child runs this file
 
 
 async def in_process(function: str, *args):
     """FUNCTIONS[function](*args) in a child process, killed if the caller is cancelled (its deadline passes)."""
     import anyio
 
-    proc = await anyio.open_process([sys.executable, "-I", os.path.abspath(__file__)], stdin=subprocess.PIPE,
+    proc = await anyio.open_process([sys.executable, "-I", _SELF], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = bytearray(), bytearray()

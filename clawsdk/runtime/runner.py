@@ -260,16 +260,13 @@ async def run(
                         recorder.gate = slots
                         recorder.observe = controller.observe
 
-                        async def cancelled() -> None:
-                            await record_cancelled(writer, rid, attempt, recorder)
-
                         try:
                             job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
                                              agent_options=agent_options or {}, sandbox=sandbox,
                                              sandbox_config=cfg, rollout_id=rid, attempt=attempt)
                             res = await executor.attempt(job, recorder)
                         except BaseException:  # cancelled (maybe inside an exception group): not finished
-                            await cancelled()
+                            await record_cancelled(writer, rid, attempt, recorder)
                             raise
                         last = retry == retries or not res.kind.retryable or not res.retryable
                         verdict = res.verdict
@@ -281,7 +278,7 @@ async def run(
                         try:
                             await anyio.sleep(backoff_s * (2**retry))
                         except BaseException:
-                            await cancelled()
+                            await record_cancelled(writer, rid, attempt, recorder)
                             raise
                 finally:
                     slots.give()

@@ -409,7 +409,7 @@ class HostDirSandbox(Sandbox):
         # the command enters the agent's folder itself (no wrapper does it inside): a failure there is the
         # agent's (a folder removed, made unsearchable, a path past PATH_MAX), never its sandbox's
         enters_workdir = spawn_cwd == host_cwd
-        by_descriptor = enters_workdir and os.path.isdir(PROC_FDS)
+        by_descriptor = enters_workdir and os.path.isdir(PROC_FDS)  # noqa: ASYNC240 - a stat on procfs
         limit = self.config.output_limit
         started = time.perf_counter()
         pause = 0.05

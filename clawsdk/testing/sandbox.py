@@ -531,7 +531,7 @@ async def check_close_removes_everything(factory: Factory, config: SandboxConfig
     if host is not None:
         assert not host.exists(), f"workspace {host} left behind"
     if isinstance(root, (str, Path)):
-        assert not Path(root).exists(), f"sandbox root {root} left behind"
+        assert not await anyio.Path(root).exists(), f"sandbox root {root} left behind"
     try:
         await sb.exec("true")
     except (ClawError, RuntimeError):

@@ -199,7 +199,7 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
                            "imported (a closure, or a function of a script run as __main__): define it at the top "
                            "level of a module")
             workspace = getattr(sandbox, "workspace", None)  # host-folder sandboxes: a ../../ path to `outside`
-            relative_out = os.path.relpath(outside / "secret.txt", workspace) if workspace else None
+            relative_out = os.path.relpath(outside / "secret.txt", workspace) if workspace else None  # noqa: ASYNC240 - arithmetic on two absolute paths
             for tool in tools:
                 await _check_tool(client, tool, report, outside, relative_out)
         after = _snapshot(outside)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -331,7 +332,7 @@ def skills_check(names_or_folders):
             # clawsdk's own tool servers (core, web, memory, openclaw, workspace-skills) have no SKILL.md
             # by design; any other registered skill must have one (found through its skill_dir)
             required = not str(getattr(make, "__module__", "")).startswith(("clawsdk_tools.", "clawsdk_plugins."))
-        report = anyio.run(lambda: check_skill(make, skill_md=md, require_skill_md=required, name=name))
+        report = anyio.run(functools.partial(check_skill, make, skill_md=md, require_skill_md=required, name=name))
         click.echo(report.summary())
         failed += not report.ok
     if failed:

@@ -253,13 +253,13 @@ def test_a_harness_that_hangs_up_on_a_healthy_server_and_fails_is_scored(tmp_pat
     for stream in ("false", "true"):
         (tmp_path / "client.py").write_text(HANGS_UP % stream)
 
-        async def main():
+        async def main(stream: str):
             async with serving(SlowButHealthy()) as up:
                 agent = HarnessAgent(command=f"python3 {tmp_path / 'client.py'}", base_url=up + "/v1")
                 return await run([task], agent=agent, db=tmp_path / f"{stream}.db", run_id="h", sandbox="local",
                                  retries=0)
 
-        (o,) = anyio.run(main).outcomes
+        (o,) = anyio.run(main, stream).outcomes
         assert o.kind.value == "agent_error" and o.kind.scored, (stream, o)
 
 

@@ -387,7 +387,7 @@ def test_a_row_that_ends_leaves_the_batch_and_the_others_answer_the_same(tiny_ch
     assert rows == [3, 3, 2, 2, 2] + [1] * 7, rows  # batched; two left early, the last decoded alone
     model.hf_model.forward = forward
     for i in range(3):  # each answers as it does alone
-        alone = anyio.run(lambda: model.chat(prompts[i], None, max_tokens=limits[i], timeout_s=60))
+        alone = anyio.run(functools.partial(model.chat, prompts[i], None, max_tokens=limits[i], timeout_s=60))
         assert alone.completion_token_ids == out[i].completion_token_ids
 
 
