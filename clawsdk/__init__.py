@@ -49,13 +49,28 @@ def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
 
 
-if TYPE_CHECKING:
-    from clawsdk.errors import FailureKind, TaskFormatError
-    from clawsdk.runtime.agent import Agent, AgentContext
-    from clawsdk.runtime.runner import RunResult, run, run_sync
-    from clawsdk.sandbox.base import Capabilities, ExecResult, Sandbox, SandboxConfig
-    from clawsdk.store.store import Store
-    from clawsdk.tasks.model import File, Limits, Task, ToolCall, VerifierSpec
-    from clawsdk.tasks.native import load_task, save_task
-    from clawsdk.tasks.sources import load_tasks
-    from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+if TYPE_CHECKING:  # the same names for type checkers; `X as X` marks each a re-export
+    from clawsdk.errors import FailureKind as FailureKind
+    from clawsdk.errors import TaskFormatError as TaskFormatError
+    from clawsdk.runtime.agent import Agent as Agent
+    from clawsdk.runtime.agent import AgentContext as AgentContext
+    from clawsdk.runtime.runner import RunResult as RunResult
+    from clawsdk.runtime.runner import run as run
+    from clawsdk.runtime.runner import run_sync as run_sync
+    from clawsdk.sandbox.base import Capabilities as Capabilities
+    from clawsdk.sandbox.base import ExecResult as ExecResult
+    from clawsdk.sandbox.base import Sandbox as Sandbox
+    from clawsdk.sandbox.base import SandboxConfig as SandboxConfig
+    from clawsdk.store.store import Store as Store
+    from clawsdk.tasks.model import File as File
+    from clawsdk.tasks.model import Limits as Limits
+    from clawsdk.tasks.model import Task as Task
+    from clawsdk.tasks.model import ToolCall as ToolCall
+    from clawsdk.tasks.model import VerifierSpec as VerifierSpec
+    from clawsdk.tasks.native import load_task as load_task
+    from clawsdk.tasks.native import save_task as save_task
+    from clawsdk.tasks.sources import load_tasks as load_tasks
+    from clawsdk.verify.verdict import SubScore as SubScore
+    from clawsdk.verify.verdict import Verdict as Verdict
+    from clawsdk.verify.verdict import Verifier as Verifier
+    from clawsdk.verify.verdict import VerifyContext as VerifyContext

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import anyio
 import click
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 

@@ -8,7 +8,7 @@ import json
 import math
 import re
 import shlex
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 from pydantic import (

@@ -18,7 +18,6 @@ import datetime as dt
 import itertools
 import json
 import threading
-import time
 
 import psutil
 import pytest

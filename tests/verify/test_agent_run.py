@@ -11,7 +11,7 @@ from clawsdk import Store, run_sync
 from clawsdk.errors import VerifierError
 from clawsdk.sandbox.hostdir import HostDirSandbox
 from clawsdk.store.recorder import Recorder
-from clawsdk.tasks.model import File, Task
+from clawsdk.tasks.model import Task
 from clawsdk.verify.checks import ChecksVerifier
 from clawsdk.verify.verdict import VerifyContext
 

@@ -19,7 +19,7 @@ want = cues(os.path.join(os.environ["CLAWSDK_HIDDEN"], "expected_episode.synced.
 if len(got) != len(want):
     print("%d cues, expected %d" % (len(got), len(want)))
     sys.exit(1)
-for g, w in zip(got, want, strict=True):
+for g, w in zip(got, want):
     if g != w:
         print("cue differs:\n  got:      %r\n  expected: %r" % (g, w))
         sys.exit(1)
