@@ -40,14 +40,14 @@ BURN = "python3 -c 'import time; t = time.process_time(); n = 0\nwhile time.proc
 
 
 def mem_available() -> int:
-    for line in open("/proc/meminfo"):
+    for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024
     return 0
 
 
 def peak_rss_mb() -> float:
-    for line in open("/proc/self/status"):
+    for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0

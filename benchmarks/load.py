@@ -77,7 +77,7 @@ def peak_rss_mb() -> float:
     also keeps the high-water mark of what the process was before exec, so a child of a 2 GB parent (the
     test suite) reported 1.8 GB for a load that takes 270 MB."""
     try:
-        for line in open("/proc/self/status"):
+        for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     except OSError:

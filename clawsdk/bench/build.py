@@ -275,7 +275,7 @@ def _apply_quotas(cands: list[Candidate], options: BuildOptions, drop) -> tuple[
                 if q and n < options.total:
                     picked[cat].append(q.pop(0))
                     n += 1
-        for cat, q in queues.items():
+        for q in queues.values():
             for c in q:
                 drop(c.task, "over_quota", f"the benchmark is full ({options.total} tasks)")
         by_cat = picked

@@ -388,7 +388,7 @@ class Watch:
         for (fmt, what), n in sorted(counts.items()):
             lines.append(f"{fmt:<15} {what[:58]:<58} {n:>6}")
         by: Counter = Counter()
-        for (fmt, what), n in counts.items():
+        for (_fmt, what), n in counts.items():
             by[what.split(":")[0]] += n
         lines.append("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
         lines.append(f"slowest load: {self.slowest:.2f} s (bound {PER_INPUT_S:g} s)")

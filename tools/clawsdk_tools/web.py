@@ -51,9 +51,9 @@ class WebPage(BaseModel):
 class _Extract(HTMLParser):
     """HTML to readable Markdown-ish text: headings, paragraphs, list items, links; scripts dropped."""
 
-    BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "br", "tr", "table", "ul", "ol",
-             "pre", "blockquote", "hr"}
-    SKIP = {"script", "style", "noscript", "template", "svg", "head", "title"}
+    BLOCK = frozenset({"p", "div", "section", "article", "main", "header", "footer", "br", "tr", "table", "ul", "ol",
+             "pre", "blockquote", "hr"})
+    SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head", "title"})
 
     def __init__(self, markdown: bool):
         super().__init__(convert_charrefs=True)

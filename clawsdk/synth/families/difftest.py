@@ -59,7 +59,8 @@ def digest(salt: str, value) -> str:
 def main() -> int:
     import ast
 
-    spec = json.loads(open(sys.argv[1], encoding="utf-8").read())
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
     calls = [c for c, _ in spec["cases"]]
     line = next((ln for ln in reversed(sys.stdin.read().splitlines()) if ln.startswith(MARK)), None)
     if line is None:

@@ -216,7 +216,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                 tz, tzname = etz, name
             lo = dt.datetime(d0.year, d0.month, d0.day, tzinfo=tz)
             hi = dt.datetime(d1.year, d1.month, d1.day, tzinfo=tz) + dt.timedelta(days=1)
-            for ev, occ, occ_end in expand(events, tz, lo, hi):
+            for _ev, occ, occ_end in expand(events, tz, lo, hi):
                 s = _as_dt(occ, tz)
                 e = _as_dt(occ_end, tz) if occ_end is not None else s
                 busy.append((s, e))
