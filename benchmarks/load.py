@@ -93,7 +93,8 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         r = run_load(a.rollouts, a.delay, Path(tmp) / "load.db", a.concurrency)
-    print(f"load: {r['rollouts']} rollouts (-c {a.concurrency or r['rollouts']}), model delay {a.delay:g} s: wall {r['wall_s']:.1f} s "
+    print(f"load: {r['rollouts']} rollouts (-c {a.concurrency or r['rollouts']}), model delay {a.delay:g} s: "
+          f"wall {r['wall_s']:.1f} s "
           f"(ideal {r['ideal_s']:.1f} s, {r['wall_s'] / r['ideal_s']:.1f}x), CPU {r['cpu_s']:.1f} s, "
           f"{r['rollouts'] / r['wall_s']:.1f} "
           f"rollouts/s, {r['events']} events ({r['events'] / r['wall_s']:.0f} events/s), ok {r['ok']}, "

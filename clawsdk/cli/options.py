@@ -89,5 +89,6 @@ def trainer_options(default_trainer: str) -> Decorator:
     )
 
 
-__all__ = ["ConcurrencyType", "agent_options", "auto_concurrency_option", "concurrency_option", "json_option", "opts_option", "rollout_options",
+__all__ = ["ConcurrencyType", "agent_options", "auto_concurrency_option", "concurrency_option", "json_option",
+           "opts_option", "rollout_options",
            "sandbox_option", "stack", "trainer_options"]

@@ -352,7 +352,8 @@ async def check_network_blocked(factory: Factory, config: SandboxConfig) -> None
 _LOOPBACK = """
 import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
-c = socket.create_connection(s.getsockname(), timeout=5); a, _ = s.accept(); a.sendall(b"ok"); print("loopback", c.recv(2).decode())
+c = socket.create_connection(s.getsockname(), timeout=5); a, _ = s.accept(); a.sendall(b"ok")
+print("loopback", c.recv(2).decode())
 """
 
 

@@ -3,7 +3,8 @@
 Files go in and out through bind mounts of the sandbox's host folders, not put_archive /
 get_archive: the file tools then cost what they cost on a local folder (no API round trip
 per read, no tar per write), keep the same path confinement, and files the verifier writes
-are on the host at once. The host side reaches them through descriptors (clawsdk.sandbox.safefs). The container's own file system is read-only; what a command can
+are on the host at once. The host side reaches them through descriptors (clawsdk.sandbox.safefs). The
+container's own file system is read-only; what a command can
 write is the workspace and home (as root, a tmpfs of `disk_mb` on the host), a sized /tmp,
 and nothing else, so filling the disk fills only the quota.
 

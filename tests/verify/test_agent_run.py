@@ -16,7 +16,8 @@ from clawsdk.verify.checks import ChecksVerifier
 from clawsdk.verify.verdict import VerifyContext
 
 SEES = {"type": "command", "name": "what the agent's side saw", "agent_run": 'echo "hidden=${CLAWSDK_HIDDEN:-none}"; '
-        'ls "$CLAWSDK_HIDDEN" /clawsdk/hidden 2>/dev/null | grep -c expected.txt', "run": "tr '\\n' ' ' | grep -qx 'hidden=none 0 '"}
+        'ls "$CLAWSDK_HIDDEN" /clawsdk/hidden 2>/dev/null | grep -c expected.txt',
+        "run": "tr '\\n' ' ' | grep -qx 'hidden=none 0 '"}
 LATER = {"type": "text_equals", "name": "the hidden files are there for the rest", "path": "out.txt",
          "expected_file": "expected.txt"}
 
