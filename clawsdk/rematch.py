@@ -57,5 +57,5 @@ async def in_process(function: str, *args):
 
 
 if __name__ == "__main__":
-    name, arguments = pickle.load(sys.stdin.buffer)  # noqa: S301 - written by match() in the parent
+    name, arguments = pickle.load(sys.stdin.buffer)  # noqa: S301 - written by in_process() in the parent
     sys.stdout.buffer.write(pickle.dumps(FUNCTIONS[name](*arguments)))
