@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast docs-check venv bench clean
+.PHONY: demo test test-fast lint docs-check venv bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,11 @@ test: $(STAMP)
 # every `clawsdk ...` command in README.md and docs/*.md against the real CLI (also part of `make test`)
 docs-check: $(STAMP)
 	$(PY) -m pytest -q tests/docs
+
+# ruff over the whole tree, then mypy over the packages; the rules and each exception are in pyproject.toml
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests

@@ -16,8 +16,8 @@ from pathlib import Path
 import anyio
 
 from clawsdk.plugins import get_registry
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify.verdict import VerifyContext
 

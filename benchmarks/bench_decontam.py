@@ -45,7 +45,7 @@ def main() -> None:
         naive.append(max(((jaccard(mine, s), i) for i, s in enumerate(sh)), key=lambda x: x[0]))
     t_naive = time.perf_counter() - t0
 
-    agree = sum(abs(f[0] - n[0]) < 1e-12 for f, n in zip(fast, naive))
+    agree = sum(abs(f[0] - n[0]) < 1e-12 for f, n in zip(fast, naive, strict=True))
     print(f"training items {n_train}, candidates {n_cand}")
     print(f"index build            {t_index:8.2f} s  (shingling included; once per export)")
     print(f"inverted-index lookup  {t_fast:8.3f} s  ({1000 * t_fast / n_cand:.2f} ms/candidate)")

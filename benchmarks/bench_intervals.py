@@ -87,9 +87,9 @@ def differences(trials: int) -> None:
                     seed = rng.randrange(10**6)
                     rep = paired_test(a, b, seed=seed, n_perm=2000)
                     inv = paired_test(a, b, seed=seed, n_perm=2000, combine=False)
-                    boot = bootstrap_mean([y - x for x, y in zip(a, b)], n_boot=500, seed=seed)
+                    boot = bootstrap_mean([y - x for x, y in zip(a, b, strict=True)], n_boot=500, seed=seed)
                     for key, (lo, hi) in zip(head, ((rep.low, rep.high), (inv.low, inv.high), mover_paired(a, b),
-                                                    (boot.low, boot.high))):
+                                                    (boot.low, boot.high)), strict=True):
                         hit[key] += lo - 1e-9 <= truth <= hi + 1e-9
                         width[key] += hi - lo
                     rejected += rep.p_permutation < 0.05

@@ -40,14 +40,14 @@ BURN = "python3 -c 'import time; t = time.process_time(); n = 0\nwhile time.proc
 
 
 def mem_available() -> int:
-    for line in open("/proc/meminfo"):
+    for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024
     return 0
 
 
 def peak_rss_mb() -> float:
-    for line in open("/proc/self/status"):
+    for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
@@ -64,9 +64,9 @@ def tasks(workload: str, n: int):
 def measure(workload: str, concurrency: str, db: str) -> dict:
     """One run in this (child) process."""
     import anyio
+    from clawsdk_plugins.agents import ScriptedAgent
 
     from clawsdk import Store, run
-    from clawsdk_plugins.agents import ScriptedAgent
 
     n = WORKLOADS[workload]["rollouts"]
     low = [mem_available()]

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def prompts(n: int) -> list[list[dict]]:
-    from clawsdk.tasks.native import load_task
     from clawsdk.models.prompt import SYSTEM_PROMPT
+    from clawsdk.tasks.native import load_task
 
     tasks = [load_task(p) for p in sorted((ROOT / "examples" / "tasks").iterdir()) if (p / "task.yaml").exists()]
     return [[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": tasks[i % len(tasks)].instruction}]
@@ -38,13 +38,13 @@ def prompts(n: int) -> list[list[dict]]:
 
 
 def core_tools() -> list[dict]:
-    from clawsdk.sandbox.base import SandboxConfig
     from clawsdk_tools.core import core_server
 
-    async def listed():
-        from mcp import Client
+    from clawsdk.sandbox.base import SandboxConfig
 
+    async def listed():
         from clawsdk_plugins.sandbox_local import LocalSandbox
+        from mcp import Client
 
         sandbox = LocalSandbox(SandboxConfig())
         async with Client(core_server(sandbox)) as client:
@@ -111,15 +111,14 @@ def main() -> None:
     model._generate = lambda batch: (sizes.append(batch), generate(batch))[1]
     prompt_tokens = [len(model.render(m, tools)) for m in batch]
 
-    from transformers.cache_utils import DynamicLayer
-
     from clawsdk_plugins import local_engine, models_transformers
+    from transformers.cache_utils import DynamicLayer
 
     listing = "\n".join(f"-rw-r--r-- 1 agent agent {100 + 37 * i:>6} notes/file_{i:03d}.md" for i in range(20))
 
     def second_turns(first: list) -> list[list[dict]]:
         return [m + [r.message, {"role": "tool", "tool_call_id": "call_1", "content": listing}]
-                for m, r in zip(batch, first)]
+                for m, r in zip(batch, first, strict=True)]
 
     async def answers(msgs: list[list[dict]]) -> list:
         out: dict = {}

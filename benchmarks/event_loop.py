@@ -19,10 +19,10 @@ import os
 import time
 
 import anyio
+from clawsdk_plugins.sandbox_local import LocalSandbox
 
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
 
 
 async def worst_stall(work) -> tuple[float, float]:

@@ -247,7 +247,8 @@ def report(results: dict, held: dict, conditions: list[str], ends: dict) -> dict
             table.setdefault(split, {})[cond] = {"passed": int(sum(passed)), "n": len(ids),
                                                  "unscored": len(tasks) - len(ids), "pass_ci": [p.low, p.high],
                                                  "score": s.value, "score_ci": [s.low, s.high],
-                                                 "per_task": dict(zip(ids, passed)), "scores": dict(zip(ids, scores))}
+                                                 "per_task": dict(zip(ids, passed, strict=True)),
+                                                 "scores": dict(zip(ids, scores, strict=True))}
             unscored = f" ({len(tasks) - len(ids)} unscored)" if len(ids) < len(tasks) else ""
             print(f"| {split} | {cond} | {int(sum(passed))}/{len(ids)}{unscored} {_pct(p.value)} "
                   f"[{_pct(p.low)}, {_pct(p.high)}] | {_num(s.value)} [{_num(s.low)}, {_num(s.high)}] |")

@@ -77,7 +77,7 @@ def peak_rss_mb() -> float:
     also keeps the high-water mark of what the process was before exec, so a child of a 2 GB parent (the
     test suite) reported 1.8 GB for a load that takes 270 MB."""
     try:
-        for line in open("/proc/self/status"):
+        for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     except OSError:
@@ -93,7 +93,8 @@ def main() -> None:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         r = run_load(a.rollouts, a.delay, Path(tmp) / "load.db", a.concurrency)
-    print(f"load: {r['rollouts']} rollouts (-c {a.concurrency or r['rollouts']}), model delay {a.delay:g} s: wall {r['wall_s']:.1f} s "
+    print(f"load: {r['rollouts']} rollouts (-c {a.concurrency or r['rollouts']}), model delay {a.delay:g} s: "
+          f"wall {r['wall_s']:.1f} s "
           f"(ideal {r['ideal_s']:.1f} s, {r['wall_s'] / r['ideal_s']:.1f}x), CPU {r['cpu_s']:.1f} s, "
           f"{r['rollouts'] / r['wall_s']:.1f} "
           f"rollouts/s, {r['events']} events ({r['events'] / r['wall_s']:.0f} events/s), ok {r['ok']}, "

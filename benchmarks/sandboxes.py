@@ -89,7 +89,9 @@ async def latency(backend: str, n: int) -> dict[str, float]:
         ends.append(t3 - t2)
         closes.append(t4 - t3)
         totals.append(t4 - t0)
-    med = lambda xs: statistics.median(xs[1:]) * 1000  # noqa: E731
+    def med(xs: list[float]) -> float:
+        return statistics.median(xs[1:]) * 1000
+
     return {"create": med(starts), "exec": med(execs), "end_turn": med(ends), "close": med(closes),
             "total": med(totals)}
 

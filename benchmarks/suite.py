@@ -70,10 +70,10 @@ def m_w1(n: int, db: str) -> dict:
     import anyio
 
     sys.path.insert(0, str(HERE))
+    from clawsdk_plugins.agents import ScriptedAgent
     from w1 import w1_calls, w1_tasks
 
     from clawsdk import run
-    from clawsdk_plugins.agents import ScriptedAgent
 
     tasks = w1_tasks(n)
     agent = ScriptedAgent(lambda task: w1_calls(int(task.id.split("-")[1])))

@@ -27,15 +27,15 @@ import time
 from pathlib import Path
 
 import anyio
-
 import clawsdk_skills
+from clawsdk_plugins.sandbox_local import LocalSandbox
+
 from clawsdk import Task, run
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import get_registry
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File
-from clawsdk_plugins.sandbox_local import LocalSandbox
 
 ICS = ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n" + "".join(
     f"BEGIN:VEVENT\r\nUID:e{i}\r\nSUMMARY:meeting {i}\r\nDTSTART:202405{1 + i % 28:02d}T{9 + i % 8:02d}0000Z\r\n"

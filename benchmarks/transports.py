@@ -26,6 +26,8 @@ from pathlib import Path
 
 import anyio
 import httpx2
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_tools.core import core_server
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -33,8 +35,6 @@ from clawsdk.mcp.session import ToolSession
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File, Task
 from clawsdk.tasks.native import save_task
-from clawsdk_plugins.sandbox_local import LocalSandbox
-from clawsdk_tools.core import core_server
 
 CLAWSDK = str(Path(sys.executable).parent / "clawsdk")
 TASK = Task(id="bench", instruction="benchmark", workspace=[File(path="notes.txt", text="hello\n" * 20)],
@@ -120,7 +120,7 @@ async def stdio(n: int, folder: Path, db: Path) -> tuple[float, list[float]]:
 
 
 async def http(n: int, folder: Path, db: Path) -> tuple[float, list[float]]:
-    proc = subprocess.Popen([CLAWSDK, "serve", str(folder), "--http", "--port", "0", "--max-rollouts", "1",
+    proc = subprocess.Popen([CLAWSDK, "serve", str(folder), "--http", "--port", "0", "--max-rollouts", "1",  # noqa: ASYNC220 - only starts it
                              "--db", str(db), "--run-id", "bench-http"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:

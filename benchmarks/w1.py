@@ -20,17 +20,17 @@ import time
 from pathlib import Path
 
 import anyio
+from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_tools.core import core_server
 from mcp import Client
 
 from clawsdk import Task, run
 from clawsdk.mcp.session import ToolSession
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.sandbox_local import LocalSandbox
-from clawsdk_tools.core import core_server
 
 CALLS = 10
 

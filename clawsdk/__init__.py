@@ -79,19 +79,141 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from clawsdk.errors import (AgentError, ClawError, FailureKind, ModelError, PathEscapeError, PluginError,
-                                SandboxError, StoreError, TaskFormatError, VerifierError)
-    from clawsdk.hookspecs import hookimpl
-    from clawsdk.mcp.toolkit import ToolServer, skill_server, tool_errors
-    from clawsdk.models.base import ChatResponse, Model
-    from clawsdk.plugins import get_registry, register_plugin
-    from clawsdk.runtime.agent import Agent, AgentContext
-    from clawsdk.runtime.executor import Executor
-    from clawsdk.runtime.runner import RunOptions, RunResult, run, run_sync
-    from clawsdk.sandbox.base import Capabilities, ExecResult, Sandbox, SandboxConfig
-    from clawsdk.store.store import Store
-    from clawsdk.tasks.model import File, Limits, Task, ToolCall, VerifierSpec
-    from clawsdk.tasks.native import load_task, save_task
-    from clawsdk.tasks.sources import TaskSource, load_tasks
-    from clawsdk.train.base import Trainer, TrainResult, resolve_weights
-    from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+    from clawsdk.errors import (
+        AgentError as AgentError,
+    )
+    from clawsdk.errors import (
+        ClawError as ClawError,
+    )
+    from clawsdk.errors import (
+        FailureKind as FailureKind,
+    )
+    from clawsdk.errors import (
+        ModelError as ModelError,
+    )
+    from clawsdk.errors import (
+        PathEscapeError as PathEscapeError,
+    )
+    from clawsdk.errors import (
+        PluginError as PluginError,
+    )
+    from clawsdk.errors import (
+        SandboxError as SandboxError,
+    )
+    from clawsdk.errors import (
+        StoreError as StoreError,
+    )
+    from clawsdk.errors import (
+        TaskFormatError as TaskFormatError,
+    )
+    from clawsdk.errors import (
+        VerifierError as VerifierError,
+    )
+    from clawsdk.hookspecs import (
+        hookimpl as hookimpl,
+    )
+    from clawsdk.mcp.toolkit import (
+        ToolServer as ToolServer,
+    )
+    from clawsdk.mcp.toolkit import (
+        skill_server as skill_server,
+    )
+    from clawsdk.mcp.toolkit import (
+        tool_errors as tool_errors,
+    )
+    from clawsdk.models.base import (
+        ChatResponse as ChatResponse,
+    )
+    from clawsdk.models.base import (
+        Model as Model,
+    )
+    from clawsdk.plugins import (
+        get_registry as get_registry,
+    )
+    from clawsdk.plugins import (
+        register_plugin as register_plugin,
+    )
+    from clawsdk.runtime.agent import (
+        Agent as Agent,
+    )
+    from clawsdk.runtime.agent import (
+        AgentContext as AgentContext,
+    )
+    from clawsdk.runtime.executor import (
+        Executor as Executor,
+    )
+    from clawsdk.runtime.runner import (
+        RunOptions as RunOptions,
+    )
+    from clawsdk.runtime.runner import (
+        RunResult as RunResult,
+    )
+    from clawsdk.runtime.runner import (
+        run as run,
+    )
+    from clawsdk.runtime.runner import (
+        run_sync as run_sync,
+    )
+    from clawsdk.sandbox.base import (
+        Capabilities as Capabilities,
+    )
+    from clawsdk.sandbox.base import (
+        ExecResult as ExecResult,
+    )
+    from clawsdk.sandbox.base import (
+        Sandbox as Sandbox,
+    )
+    from clawsdk.sandbox.base import (
+        SandboxConfig as SandboxConfig,
+    )
+    from clawsdk.store.store import (
+        Store as Store,
+    )
+    from clawsdk.tasks.model import (
+        File as File,
+    )
+    from clawsdk.tasks.model import (
+        Limits as Limits,
+    )
+    from clawsdk.tasks.model import (
+        Task as Task,
+    )
+    from clawsdk.tasks.model import (
+        ToolCall as ToolCall,
+    )
+    from clawsdk.tasks.model import (
+        VerifierSpec as VerifierSpec,
+    )
+    from clawsdk.tasks.native import (
+        load_task as load_task,
+    )
+    from clawsdk.tasks.native import (
+        save_task as save_task,
+    )
+    from clawsdk.tasks.sources import (
+        TaskSource as TaskSource,
+    )
+    from clawsdk.tasks.sources import (
+        load_tasks as load_tasks,
+    )
+    from clawsdk.train.base import (
+        Trainer as Trainer,
+    )
+    from clawsdk.train.base import (
+        TrainResult as TrainResult,
+    )
+    from clawsdk.train.base import (
+        resolve_weights as resolve_weights,
+    )
+    from clawsdk.verify.verdict import (
+        SubScore as SubScore,
+    )
+    from clawsdk.verify.verdict import (
+        Verdict as Verdict,
+    )
+    from clawsdk.verify.verdict import (
+        Verifier as Verifier,
+    )
+    from clawsdk.verify.verdict import (
+        VerifyContext as VerifyContext,
+    )

@@ -235,7 +235,7 @@ def uvicorn_server(app: Any, **options: Any) -> Any:
 
     class Quiet(uvicorn.Server):
         @contextlib.contextmanager
-        def capture_signals(self):  # noqa: ANN202
+        def capture_signals(self):
             yield
 
         async def serve(self, sockets: list[socket.socket] | None = None) -> None:

@@ -12,7 +12,7 @@ def lazy_attributes(package: str, exports: dict[str, str], namespace: dict[str, 
     """A module `__getattr__` giving `exports` (name -> module that defines it); each is kept in
     `namespace` (the module's globals) once loaded, so later look-ups skip it."""
 
-    def __getattr__(name: str) -> Any:  # noqa: N807 - the PEP 562 hook
+    def __getattr__(name: str) -> Any:  # the PEP 562 hook
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -6,7 +6,7 @@ import errno
 from enum import Enum
 
 
-class FailureKind(str, Enum):
+class FailureKind(str, Enum):  # noqa: UP042 - StrEnum would change what str() and format() of a kind give
     """How a rollout ended. Only ``ok``, ``agent_error`` and ``agent_timeout`` are the agent's doing."""
 
     OK = "ok"

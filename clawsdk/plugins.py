@@ -147,11 +147,11 @@ class _Tables(dict):
     def get(self, kind: str, default: Any = None) -> Any:
         return self[kind] if kind in self else default
 
-    def items(self):  # noqa: ANN201 - dict's own view
+    def items(self):  # dict's own view
         self._registry.load_all()
         return super().items()
 
-    def values(self):  # noqa: ANN201
+    def values(self):
         self._registry.load_all()
         return super().values()
 

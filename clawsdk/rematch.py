@@ -23,13 +23,14 @@ def count_matches(pattern: str, flags: int, text: str) -> int:
 
 
 FUNCTIONS = {"count_matches": count_matches}
+_SELF = os.path.abspath(__file__)  # the child runs this file
 
 
 async def in_process(function: str, *args):
     """FUNCTIONS[function](*args) in a child process, killed if the caller is cancelled (its deadline passes)."""
     import anyio
 
-    proc = await anyio.open_process([sys.executable, "-I", os.path.abspath(__file__)], stdin=subprocess.PIPE,
+    proc = await anyio.open_process([sys.executable, "-I", _SELF], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = bytearray(), bytearray()
@@ -47,7 +48,7 @@ async def in_process(function: str, *args):
         if proc.returncode != 0:
             raise RuntimeError(f"the matcher exited with {proc.returncode}: "
                                f"{err.decode('utf-8', 'replace').strip()[-300:]}")
-        return pickle.loads(bytes(out))
+        return pickle.loads(bytes(out))  # noqa: S301 - our own child process, running this file
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -56,5 +57,5 @@ async def in_process(function: str, *args):
 
 
 if __name__ == "__main__":
-    name, arguments = pickle.load(sys.stdin.buffer)
+    name, arguments = pickle.load(sys.stdin.buffer)  # noqa: S301 - written by in_process() in the parent
     sys.stdout.buffer.write(pickle.dumps(FUNCTIONS[name](*arguments)))

@@ -94,8 +94,9 @@ def db(tmp_path: Path) -> Path:
 def flaky_sandbox(monkeypatch: pytest.MonkeyPatch) -> str:
     """The name of a local sandbox whose first start fails ("disk went away"), registered for one test only:
     the process-wide registry is what later tests list."""
-    from clawsdk.plugins import get_registry
     from clawsdk_plugins.sandbox_local import LocalSandbox
+
+    from clawsdk.plugins import get_registry
 
     class FlakySandbox(LocalSandbox):
         failures = 1

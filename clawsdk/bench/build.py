@@ -275,7 +275,7 @@ def _apply_quotas(cands: list[Candidate], options: BuildOptions, drop) -> tuple[
                 if q and n < options.total:
                     picked[cat].append(q.pop(0))
                     n += 1
-        for cat, q in queues.items():
+        for q in queues.values():
             for c in q:
                 drop(c.task, "over_quota", f"the benchmark is full ({options.total} tasks)")
         by_cat = picked
@@ -329,14 +329,14 @@ def runtime_checks(*, reverify: int = 0, validate: bool = False, sandbox: str = 
             if validate:
                 if progress:
                     progress(f"validating {len(tasks)} task(s)")
-                for t, v in zip(tasks, await validate_tasks(tasks, sandbox, concurrency)):
+                for t, v in zip(tasks, await validate_tasks(tasks, sandbox, concurrency), strict=True):
                     if not v.ok:
                         failed[t.hash] = ("validation_failed", v.problem)
             if reverify:
                 rest = [t for t in tasks if t.hash not in failed]
                 if progress:
                     progress(f"re-verifying {len(rest)} task(s) {reverify} times each")
-                for t, r in zip(rest, await reverify_tasks(rest, reverify, sandbox, concurrency)):
+                for t, r in zip(rest, await reverify_tasks(rest, reverify, sandbox, concurrency), strict=True):
                     if r.broken:
                         failed[t.hash] = ("validation_failed", r.detail)
                     elif r.flaky:

@@ -78,7 +78,7 @@ def compare_runs(a: RunData, b: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, see
     categories = {c: test(hs) for c, hs in sorted(cats.items())}
     for m in METRICS:  # Holm across the categories, each metric its own family
         adjusted = holm([res[m]["p_permutation"] for res in categories.values()])
-        for res, p in zip(categories.values(), adjusted):
+        for res, p in zip(categories.values(), adjusted, strict=True):
             res[m]["p_holm"] = p
     for res in categories.values():
         p = res["pass@1"]["p_holm"]
@@ -88,7 +88,7 @@ def compare_runs(a: RunData, b: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, see
     # (a test that cannot reject can never be a false one: Tarone's pruning, kept valid under Holm)
     per_task = {h: fisher_exact(ta[h].c, ta[h].n, tb[h].c, tb[h].n) for h in shared}
     testable = [h for h in shared if per_task[h][1] < alpha]
-    task_holm = dict(zip(testable, holm([per_task[h][0] for h in testable])))
+    task_holm = dict(zip(testable, holm([per_task[h][0] for h in testable]), strict=True))
 
     def row(h: str) -> dict:
         x, y = ta[h], tb[h]

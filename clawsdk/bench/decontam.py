@@ -163,9 +163,10 @@ class TrainingSet:
                 found.setdefault(label, []).append(signal)
         sim = 0.0
         if not found:
-            for sim, i in self._similar(task.instruction, threshold):
+            for similarity, i in self._similar(task.instruction, threshold):
                 if not mine.keys() & self._signals.get(i, frozenset()):
                     found[self._labels[i]] = ["instruction"]
+                    sim = similarity
                     break
         if not found:
             return None

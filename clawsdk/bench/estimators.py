@@ -78,7 +78,7 @@ def weighted_mean(values: Sequence[float], weights: Sequence[float] | None = Non
     total = sum(weights)
     if total <= 0:
         return None
-    return sum(v * w for v, w in zip(values, weights)) / total
+    return sum(v * w for v, w in zip(values, weights, strict=True)) / total
 
 
 @dataclass
@@ -179,7 +179,7 @@ def _resampled_means(values: list[float], weights: list[float], n_boot: int, see
         for _ in range(n_boot):
             out.append(sum(rng.choices(values, k=n)) / n)
         return out
-    pairs = list(zip(values, weights))
+    pairs = list(zip(values, weights, strict=True))
     for _ in range(n_boot):
         draw = rng.choices(pairs, k=n)
         tw = sum(x[1] for x in draw)
@@ -241,7 +241,7 @@ class _SignFlips:
     exact: bool
 
     def count(self, delta: float) -> int:
-        return self.always + sum(1 for lo, hi in zip(self.lows, self.highs) if lo <= delta <= hi)
+        return self.always + sum(1 for lo, hi in zip(self.lows, self.highs, strict=True) if lo <= delta <= hi)
 
     def p(self, delta: float = 0.0) -> float:
         return self.count(delta) / self.total
@@ -270,7 +270,7 @@ def _sign_flips(diffs: Sequence[float], weights: Sequence[float] | None = None, 
     if len(w) != len(d):
         raise ValueError("differences and weights differ in length")
     total_w = sum(w)
-    wd = [x * y for x, y in zip(d, w)]
+    wd = [x * y for x, y in zip(d, w, strict=True)]
     sum_wd = sum(wd)
     m = sum_wd / total_w
     out = _SignFlips(m, 0, [], [], 0, len(d) <= exact_limit)
@@ -332,7 +332,7 @@ def paired_test(a: Sequence[float], b: Sequence[float], weights: Sequence[float]
     w = list(weights) if weights is not None else [1.0] * n
     if n == 0:
         return PairedTest(0, None, None, None, None, None, None, None, None)
-    diffs = [y - x for x, y in zip(a, b)]
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
     flips = _sign_flips(diffs, w, n_perm=n_perm, seed=seed)
     unit = _unit(a) and _unit(b)
     alpha = round(1 - confidence, 12)  # 1 - 0.95 is 0.05000000000000004 in floats
@@ -362,9 +362,9 @@ def newcombe_paired(a: Sequence[float], b: Sequence[float], confidence: float = 
     """The CI of p_b - p_a for paired 0/1 outcomes: Newcombe (1998, "Improved confidence intervals
     for the difference between binomial proportions based on paired data", method 10)."""
     n = len(a)
-    both = sum(1 for x, y in zip(a, b) if x and y)
-    only_a = sum(1 for x, y in zip(a, b) if x and not y)
-    only_b = sum(1 for x, y in zip(a, b) if y and not x)
+    both = sum(1 for x, y in zip(a, b, strict=True) if x and y)
+    only_a = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
+    only_b = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
     neither = n - both - only_a - only_b
     pa, pb = (both + only_a) / n, (both + only_b) / n
     la, ua = wilson(pa, n, confidence)
@@ -385,13 +385,13 @@ def mover_paired(a: Sequence[float], b: Sequence[float], weights: Sequence[float
     a, b = list(a), list(b)
     w = list(weights) if weights is not None else [1.0] * len(a)
     total = sum(w)
-    pa, pb = sum(x * y for x, y in zip(a, w)) / total, sum(x * y for x, y in zip(b, w)) / total
+    pa, pb = sum(x * y for x, y in zip(a, w, strict=True)) / total, sum(x * y for x, y in zip(b, w, strict=True)) / total
     n_eff = _effective_n(w)
     la, ua = wilson(pa, n_eff, confidence)
     lb, ub = wilson(pb, n_eff, confidence)
-    va = sum(y * (x - pa) ** 2 for x, y in zip(a, w))
-    vb = sum(y * (x - pb) ** 2 for x, y in zip(b, w))
-    cov = sum(z * (x - pa) * (y - pb) for x, y, z in zip(a, b, w))
+    va = sum(y * (x - pa) ** 2 for x, y in zip(a, w, strict=True))
+    vb = sum(y * (x - pb) ** 2 for x, y in zip(b, w, strict=True))
+    cov = sum(z * (x - pa) * (y - pb) for x, y, z in zip(a, b, w, strict=True))
     r = max(-1.0, min(1.0, cov / math.sqrt(va * vb))) if va > 0 and vb > 0 else 0.0
     down = math.sqrt(max(0.0, (pb - lb) ** 2 - 2 * r * (pb - lb) * (ua - pa) + (ua - pa) ** 2))
     up = math.sqrt(max(0.0, (ub - pb) ** 2 - 2 * r * (ub - pb) * (pa - la) + (pa - la) ** 2))

@@ -25,9 +25,9 @@ from clawsdk.errors import RolloutError
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import AgentContext
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers, verify
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.tasks.model import Task
 from clawsdk.verify.rubric import fresh_judgements
@@ -67,7 +67,6 @@ async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
                         config: SandboxConfig | None = None) -> Reverification:
     """Produce the task's final workspace once and verify it `passes` times."""
     from clawsdk.runtime.oracle import OracleAgent
-
     from clawsdk.sandbox.capabilities import choose_sandbox
 
     sandbox = choose_sandbox(sandbox)
@@ -85,7 +84,7 @@ async def reverify_task(task: Task, passes: int = 3, sandbox: str = "auto",
                     with anyio.fail_after(task.limits.timeout_s):
                         await OracleAgent().run(AgentContext(task=task, tools=tools, recorder=recorder))
             snapshot = {e.path: await box.read(e.path) for e in await box.list(".", recursive=True) if not e.is_dir}
-        except Exception as e:  # noqa: BLE001 - reported per task
+        except Exception as e:  # reported per task
             result.setup_error = f"could not produce the final workspace: {type(e).__name__}: {e}"
             return result
         for _ in range(passes):

@@ -51,7 +51,7 @@ class Manifest(BaseModel):
     kind: str = MANIFEST_KIND
     name: str = Field(min_length=1)
     version: str = Field(min_length=1)
-    created_at: str = Field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = Field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     description: str = ""
     #: the model behind rubric/hybrid verifiers; None when every verifier is code
     judge_model: str | None = None

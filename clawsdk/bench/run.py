@@ -75,7 +75,7 @@ def find_tasks(manifest: Manifest, store: Store, extra: Sequence[Task] = (),
             break
         try:
             loaded = load_tasks(spec)
-        except Exception as e:  # noqa: BLE001 - a stale source: say so below
+        except Exception as e:  # a stale source: say so below
             changed[f"(source {spec})"] = str(e)
             continue
         by_id = {t.id: t for t in loaded.tasks}

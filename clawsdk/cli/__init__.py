@@ -99,5 +99,5 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         cli.main(args=argv, prog_name="clawsdk")
-    except Exception as e:  # noqa: BLE001 - click has handled its own errors; this is everything else
+    except Exception as e:  # click has handled its own errors; this is everything else
         fail(e)

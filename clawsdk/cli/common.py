@@ -100,7 +100,7 @@ def friendly_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
             raise
-        except Exception as e:  # noqa: BLE001 - one line for users, whatever it was
+        except Exception as e:  # one line for users, whatever it was
             fail(e)
 
     return wrapper

@@ -20,7 +20,7 @@ def stack(*options: Decorator) -> Decorator:
     return apply
 
 
-def json_option(help: str = "Print the result as JSON.") -> Decorator:  # noqa: A002 - click's own name
+def json_option(help: str = "Print the result as JSON.") -> Decorator:  # click's own name
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
@@ -29,12 +29,12 @@ def opts_option(flag: str, dest: str, what: str) -> Decorator:
     return click.option(flag, dest, multiple=True, metavar="KEY=VALUE", help=f"Option for the {what} (repeat).")
 
 
-def sandbox_option(default: str = "auto", help: str | None = None) -> Decorator:  # noqa: A002
+def sandbox_option(default: str = "auto", help: str | None = None) -> Decorator:
     return click.option("--sandbox", "-s", default=default, show_default=True,
                         help=help or "Sandbox plugin; auto is bwrap where bubblewrap works, else local.")
 
 
-def concurrency_option(default: int = 8, help: str | None = "Rollouts at once.") -> Decorator:  # noqa: A002
+def concurrency_option(default: int = 8, help: str | None = "Rollouts at once.") -> Decorator:
     return click.option("--concurrency", "-c", default=default, show_default=True, type=click.IntRange(1), help=help)
 
 
@@ -89,5 +89,6 @@ def trainer_options(default_trainer: str) -> Decorator:
     )
 
 
-__all__ = ["ConcurrencyType", "agent_options", "auto_concurrency_option", "concurrency_option", "json_option", "opts_option", "rollout_options",
+__all__ = ["ConcurrencyType", "agent_options", "auto_concurrency_option", "concurrency_option", "json_option",
+           "opts_option", "rollout_options",
            "sandbox_option", "stack", "trainer_options"]

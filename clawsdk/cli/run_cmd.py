@@ -4,19 +4,27 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import anyio
 import click
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clawsdk.bench.manifest import MAX_SAMPLES
-from clawsdk.cli.common import (announce_sandbox, console, db_option, err_console,  # noqa: F401
-                                exit_if_nothing_scored, fmt_reward, friendly_errors, load_all, parse_options,
-                                print_task_errors)
+from clawsdk.cli.common import (
+    announce_sandbox,
+    console,
+    db_option,
+    err_console,
+    exit_if_nothing_scored,
+    fmt_reward,
+    friendly_errors,
+    load_all,
+    parse_options,
+    print_task_errors,
+)
 from clawsdk.cli.options import agent_options, json_option, rollout_options
 from clawsdk.runtime.runner import RolloutOutcome, RunResult, run
 from clawsdk.sandbox.base import SandboxConfig

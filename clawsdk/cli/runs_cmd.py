@@ -13,7 +13,6 @@ from clawsdk.cli.common import console, db_option, fmt_reward, friendly_errors
 from clawsdk.cli.show_render import render_event
 from clawsdk.store.store import Store, default_db_path
 
-
 #: what the summaries' pass@1 and mean score are (`clawsdk runs`, `clawsdk run`)
 PER_TASK_CAPTION = ("pass@1, mean score: the mean over tasks (each weighted 1) of each task's scored samples, as "
                     "`clawsdk bench report`; passed/scored counts rollouts")

@@ -10,7 +10,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from clawsdk.cli.common import (
-    Finite, announce_sandbox, console, db_option, err_console, friendly_errors, parse_options,
+    Finite,
+    announce_sandbox,
+    console,
+    db_option,
+    err_console,
+    friendly_errors,
+    parse_options,
 )
 from clawsdk.cli.options import concurrency_option, opts_option, sandbox_option, trainer_options
 from clawsdk.store.store import Store

@@ -72,7 +72,7 @@ def _keys(obj: Any, allowed: set[str], required: tuple[str, ...], where: str) ->
 
 
 def _typed(value: Any, types: tuple, where: str, what: str) -> None:
-    if value is not None and (not isinstance(value, types) or isinstance(value, bool) and bool not in types):
+    if value is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
         raise AtifError(f"{where}: must be {what}, not {type(value).__name__}")
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.data import hub, lineage
-from clawsdk.data.select import Candidate, SelectionResult
 from clawsdk.data.rows import REDO as _REDO
 from clawsdk.data.rows import check_row, row_problem
+from clawsdk.data.select import Candidate, SelectionResult
 from clawsdk.data.tokenize import CONTROL_TOKENS, control_tokens, find_control_token
 from clawsdk.data.trajectory import PromptStyle, Trajectory, tool_listing
 from clawsdk.models import toolcalls
@@ -627,7 +627,7 @@ def load_hf(path: str | Path) -> Any:
         if (folder / name).exists():
             try:
                 ds = load(folder / name)
-            except Exception as e:  # noqa: BLE001 - pyarrow's and datasets' errors name no file
+            except Exception as e:  # pyarrow's and datasets' errors name no file
                 raise ValueError(f"{folder / name}: cannot be read ({type(e).__name__}: {e}); "
                                  "export the dataset again") from None
             _check_count(manifest, len(ds), folder / name, "rows")

@@ -89,7 +89,8 @@ def _retokenized(chain: list[Call], tokenizer: Any) -> dict[str, Any]:
         elif not m and start is not None:
             turns.append({"call": None, "start": start, "end": i, "finish_reason": None})
             start = None
-    for turn, call in zip(turns, chain):
+    # not strict: a chat template may render fewer assistant turns than the chain has calls
+    for turn, call in zip(turns, chain, strict=False):
         turn["call"] = call.seq
         turn["finish_reason"] = (call.response or {}).get("finish_reason")
     return {"prompt_ids": ids[:cut], "completion_ids": ids[cut:], "completion_mask": mask[cut:],

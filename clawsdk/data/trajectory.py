@@ -97,7 +97,7 @@ def tool_calls_answered(events: list[dict[str, Any]]) -> list[tuple[dict[str, An
         else:
             answers.setdefault(i, e["payload"])
     left = [i for i in range(len(calls)) if i not in answers]
-    answers.update(zip(left, unnamed))
+    answers.update(zip(left, unnamed, strict=False))  # in order; either list may be the longer
     return [(call, answers.get(i)) for i, call in enumerate(calls)]
 
 
@@ -218,7 +218,7 @@ def _check_backed(history: list[dict[str, Any]], replies: list[dict[str, Any]], 
                 if tool_loop:  # the agent keeps a reply with its text calls moved into tool_calls
                     m = _normalise_assistant(_message({**m, "role": "assistant"}, "a reply"))
                     keys.add(_said(m, "a reply"))
-            except Exception:  # noqa: BLE001 - a reply that cannot be read backs no turn
+            except Exception:  # a reply that cannot be read backs no turn
                 continue
         said.append(keys)
     j = 0
@@ -314,7 +314,7 @@ def trajectory_from_events(
                                      f"no tool calls: nothing to train on")
                 recorded = [c.get("id") for c in m.get("tool_calls") or []]
                 m = _canonical_calls(m, rid, n)
-                pending = list(zip(recorded, [c["id"] for c in m.get("tool_calls") or []]))
+                pending = list(zip(recorded, [c["id"] for c in m.get("tool_calls") or []], strict=True))
                 n += len(pending)
             elif m["role"] == "tool" and pending:
                 # the call whose id it names (OpenAI pairs by id: results may come in any order); by

@@ -25,8 +25,8 @@ from clawsdk.mcp.toolhost.boundary import Boundary
 from clawsdk.mcp.toolhost.inside import SEPARATOR as HOSTED_SEPARATOR
 from clawsdk.mcp.toolkit import bounded_result
 from clawsdk.models.prompt import FINISH_TOOL
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.toolruntime import ServerRef
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Limits, McpServer, Task, ToolPolicy
 
 log = logging.getLogger(__name__)
@@ -297,7 +297,7 @@ class ToolSession:
                                    "answered; what it did until then may have taken effect")
             try:
                 await self._record_result(call, name, cancelled, started, cancelled=True)
-            except Exception as e:  # noqa: BLE001 - a store already closed must not replace the cancellation
+            except Exception as e:  # a store already closed must not replace the cancellation
                 log.warning("the cancelled call of %r was not recorded: %s: %s", name, type(e).__name__, e)
             raise
         await self._record_result(call, name, result, started)

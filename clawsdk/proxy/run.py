@@ -23,8 +23,8 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
     """`clawsdk proxy`: record every call through this proxy as one rollout until interrupted."""
     from clawsdk.errors import FailureKind
     from clawsdk.runtime.ids import new_run_id, rollout_id
-    from clawsdk.store.recorder import Recorder
     from clawsdk.store.lifecycle import RunLifecycle
+    from clawsdk.store.recorder import Recorder
     from clawsdk.store.store import Store
     from clawsdk.tasks.model import Task
 

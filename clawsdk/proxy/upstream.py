@@ -81,7 +81,7 @@ class HttpUpstream:
             async with httpx2.AsyncClient(timeout=30) as client:
                 r = await client.get(f"{self.url}/models", headers=self.headers())
             return r.status_code, r.json()
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             return 502, {"error": {"message": self.redact(f"upstream {self.shown}: {type(e).__name__}: {e}")}}
 
 
@@ -159,7 +159,7 @@ def completion_of(response: ChatResponse, model: str) -> dict[str, Any]:
     if response.logprobs is not None:
         ids = response.completion_token_ids or [None] * len(response.logprobs)
         choice["logprobs"] = {"content": [{"token": f"token_id:{t}", "logprob": lp, "bytes": None, "top_logprobs": []}
-                                          for t, lp in zip(ids, response.logprobs)]}
+                                          for t, lp in zip(ids, response.logprobs, strict=True)]}
     out: dict[str, Any] = {"id": f"chatcmpl-{secrets.token_hex(8)}", "object": "chat.completion",
                            "created": int(time.time()), "model": model, "choices": [choice],
                            "usage": {"prompt_tokens": response.usage.get("prompt_tokens", 0),

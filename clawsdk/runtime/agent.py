@@ -10,8 +10,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from clawsdk.mcp.session import ToolSession
-    from clawsdk.store.recorder import Recorder
     from clawsdk.sandbox.base import Sandbox
+    from clawsdk.store.recorder import Recorder
     from clawsdk.tasks.model import Task
 
 

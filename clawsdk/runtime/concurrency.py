@@ -59,7 +59,7 @@ def parse_concurrency(value: int | str | None) -> int | str:
     except ValueError:
         raise ValueError(f"concurrency must be 'auto' or a whole number of at least 1 (got {value!r})") \
             from None
-    if n < 1 or n != value and not isinstance(value, str):
+    if n < 1 or (n != value and not isinstance(value, str)):
         raise ValueError(f"concurrency must be 'auto' or a whole number of at least 1 (got {value!r})")
     return n
 
@@ -451,7 +451,7 @@ class Controller:
 
     def _steady(self, now: float, level: int, host: Host, figures: dict) -> Decision | None:
         elapsed = now - self._epoch_start
-        if elapsed < self._epoch_s() or self._epoch_done < 8 and elapsed < 4 * self._epoch_s():
+        if elapsed < self._epoch_s() or (self._epoch_done < 8 and elapsed < 4 * self._epoch_s()):
             return None
         saturated_share = self._epoch_busy / elapsed if elapsed else 0.0
         rate = self._epoch_done / elapsed
@@ -680,7 +680,7 @@ def report_model_status(status: int) -> None:
     for listener in list(_status_listeners):
         try:
             listener(status)
-        except Exception:  # noqa: BLE001 - a listener must never fail a model call
+        except Exception:  # a listener must never fail a model call
             log.debug("model status listener failed", exc_info=True)
 
 
@@ -710,9 +710,9 @@ def vllm_queue_probe(base_url: str, timeout_s: float = 1.0) -> Callable[[], floa
         import urllib.request
 
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 - the user's model server
+            with urllib.request.urlopen(url, timeout=timeout_s) as r:  # the user's model server
                 text = r.read(2 << 20).decode("utf-8", "replace")
-        except Exception:  # noqa: BLE001 - no /metrics: this backend reports no queue
+        except Exception:  # no /metrics: this backend reports no queue
             state["dead"] = True
             return None
         values = [float(v) for v in pattern.findall(text)]

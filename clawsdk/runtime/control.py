@@ -95,17 +95,17 @@ async def serve_control(path: Path, store_file: Path, handler: Handler, *,
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.parent.name.startswith("clawsdk-ctl-"):
         os.chmod(path.parent, 0o700)  # a folder of ours in the shared temp dir
-    if path.exists() or path.is_symlink():
+    if await anyio.Path(path).exists() or await anyio.Path(path).is_symlink():
         if _alive(path):
             raise ControlError(f"another process already controls this run at {path}; is the run still "
                                "going?")
-        path.unlink()
+        await anyio.Path(path).unlink()
     listener = await anyio.create_unix_listener(path)
     try:
         _match_store(path, store_file)
     except OSError as e:
         await listener.aclose()
-        path.unlink(missing_ok=True)
+        await anyio.Path(path).unlink(missing_ok=True)
         raise ControlError(f"could not give the control socket {path} the store's permissions: {e}") from e
 
     async def one(stream: SocketStream) -> None:
@@ -126,7 +126,7 @@ async def serve_control(path: Path, store_file: Path, handler: Handler, *,
                 reply = await handler(request, _peer(stream, str(request.get("by") or "")))
             except (ValueError, ControlError) as e:
                 reply = {"ok": False, "error": str(e)}
-            except Exception as e:  # noqa: BLE001 - one bad request must not stop the channel
+            except Exception as e:  # one bad request must not stop the channel
                 log.exception("control request failed")
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
             try:
@@ -140,10 +140,10 @@ async def serve_control(path: Path, store_file: Path, handler: Handler, *,
     finally:
         with anyio.CancelScope(shield=True):
             await listener.aclose()
-        try:
-            path.unlink()
-        except OSError:
-            pass
+            try:
+                await anyio.Path(path).unlink()
+            except OSError:
+                pass
 
 
 def _match_store(path: Path, store_file: Path) -> None:

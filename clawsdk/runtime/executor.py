@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 
 from clawsdk.runtime.agent import Agent
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import AttemptResult, attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Task
 
 

@@ -132,8 +132,8 @@ class Probe:
 async def probe_task(task: Task, make_sandbox, registry) -> list[Probe]:
     """Run every cheap agent that has something to do in `task` through a real rollout."""
     from clawsdk.errors import FailureKind
-    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
+    from clawsdk.store.recorder import Recorder
 
     probes = []
     for name, cls in CHEAP.items():

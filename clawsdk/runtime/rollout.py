@@ -25,8 +25,8 @@ from mcp import StdioServerParameters
 from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierError, VerifierTimeout
 from clawsdk.mcp.session import ToolSession, ToolSource, ToolSpec
 from clawsdk.runtime.agent import AgentContext
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.toolruntime import server_ref
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import McpServer
 from clawsdk.verify.verdict import Verdict, VerifyContext
 
@@ -232,7 +232,7 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
             with anyio.CancelScope(shield=True):
                 try:
                     await sandbox.close()
-                except Exception:  # noqa: BLE001 - a failed cleanup must not hide the result
+                except Exception:  # a failed cleanup must not hide the result
                     log.exception("closing the sandbox of %s failed", recorder.rollout_id)
     return AttemptResult(kind=kind, verdict=verdict, error=error, duration_s=time.perf_counter() - started,
                          n_tool_calls=recorder.n_tool_calls, n_model_calls=recorder.n_model_calls,

@@ -29,17 +29,27 @@ from clawsdk._text import short
 from clawsdk.errors import ClawError, FailureKind, TaskFormatError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.agent import Agent
-from clawsdk.runtime.concurrency import (AUTO, DEFAULT_CEILING, Controller, HostSampler, Slots, WorkQueue,
-                                         fd_ceiling, listen_model_status, parse_concurrency, vllm_queue_probe)
+from clawsdk.runtime.concurrency import (
+    AUTO,
+    DEFAULT_CEILING,
+    Controller,
+    HostSampler,
+    Slots,
+    WorkQueue,
+    fd_ceiling,
+    listen_model_status,
+    parse_concurrency,
+    vllm_queue_probe,
+)
 from clawsdk.runtime.control import ControlError, Steering, serve_control, socket_path
 from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.runtime.ids import new_run_id, rollout_id
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle, runnable
 from clawsdk.sandbox.hostdir import check_root, workspace_root
 from clawsdk.store.lifecycle import RunLifecycle
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store, default_db_path, dumps
 from clawsdk.tasks.model import Task, category_label
 
@@ -276,16 +286,13 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
                                 recorder.gate = slots
                                 recorder.observe = controller.observe
 
-                                async def cancelled() -> None:
-                                    await record_cancelled(writer, rid, attempt, recorder)
-
                                 try:
                                     job = RolloutJob(task=task, agent=the_agent, agent_name=agent_by_name,
                                                      agent_options=opts.agent_options or {}, sandbox=sandbox,
                                                      sandbox_config=cfg, rollout_id=rid, attempt=attempt)
                                     res = await executor.attempt(job, recorder)
                                 except BaseException:  # cancelled (maybe inside an exception group): not finished
-                                    await cancelled()
+                                    await record_cancelled(writer, rid, attempt, recorder)
                                     raise
                                 last = retry == opts.retries or not res.kind.retryable or not res.retryable
                                 verdict = res.verdict
@@ -298,7 +305,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
                                 try:
                                     await anyio.sleep(opts.backoff_s * (2**retry))
                                 except BaseException:
-                                    await cancelled()
+                                    await record_cancelled(writer, rid, attempt, recorder)
                                     raise
                         finally:
                             slots.give()
@@ -419,7 +426,7 @@ def _start_concurrency(factory: Any) -> int | None:
     start = getattr(factory, "start_concurrency", None)
     try:
         return max(1, int(start())) if callable(start) else None
-    except Exception:  # noqa: BLE001 - a hint, never a reason to fail the run
+    except Exception:
         return None
 
 
@@ -494,7 +501,7 @@ def boundary_problem(name: str, factory: Any, task: Task) -> str | None:
     try:
         server = factory(None, task)
         names = {t.name for t in server._tool_manager.list_tools()}
-    except Exception:  # noqa: BLE001 - a factory that needs a real sandbox: its rollouts will say
+    except Exception:
         return None
     if inside := sorted(names - set(getattr(server, "host_tools", ()) or ())):
         return (f"skill {name!r}: its tools ({', '.join(inside[:5])}) run inside the sandbox, which imports the "

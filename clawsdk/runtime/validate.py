@@ -10,11 +10,11 @@ import anyio
 
 from clawsdk.errors import FailureKind
 from clawsdk.plugins import get_registry
-from clawsdk.store.recorder import Recorder
+from clawsdk.runtime.probes import Idle, Probe, probe_task
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Task
-from clawsdk.runtime.probes import Idle, Probe, probe_task
 
 
 @dataclass

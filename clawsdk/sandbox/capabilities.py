@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import fields
-
 from typing import Any
 
 from clawsdk.errors import ClawError, TaskFormatError
@@ -121,7 +120,7 @@ def backend_status(name: str) -> tuple[str | None, Capabilities | None]:
     """(None or why `name` cannot run here, its capabilities)."""
     try:
         caps = backend_capabilities(name)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return f"{type(e).__name__}: {e}", None
     return unavailable_reason(name), caps
 

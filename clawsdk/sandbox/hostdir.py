@@ -23,10 +23,16 @@ from pathlib import Path, PurePosixPath
 import anyio
 
 from clawsdk.errors import SandboxError
-from clawsdk.sandbox.base import (
-    MAX_READ_BYTES, SCORING_ENV, Entry, ExecResult, ProcessLimits, Sandbox, SandboxConfig,
-)
 from clawsdk.sandbox import hostroot, safefs
+from clawsdk.sandbox.base import (
+    MAX_READ_BYTES,
+    SCORING_ENV,
+    Entry,
+    ExecResult,
+    ProcessLimits,
+    Sandbox,
+    SandboxConfig,
+)
 from clawsdk.sandbox.process import child_process, prlimited
 from clawsdk.sandbox.safefs import Tree
 from clawsdk.tasks.model import File, Task
@@ -403,7 +409,7 @@ class HostDirSandbox(Sandbox):
         # the command enters the agent's folder itself (no wrapper does it inside): a failure there is the
         # agent's (a folder removed, made unsearchable, a path past PATH_MAX), never its sandbox's
         enters_workdir = spawn_cwd == host_cwd
-        by_descriptor = enters_workdir and os.path.isdir(PROC_FDS)
+        by_descriptor = enters_workdir and os.path.isdir(PROC_FDS)  # noqa: ASYNC240 - a stat on procfs
         limit = self.config.output_limit
         started = time.perf_counter()
         pause = 0.05

@@ -57,7 +57,7 @@ def _client():
     try:
         client = docker.from_env(timeout=300)
         client.ping()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise SandboxError(f"no Docker engine answers ({e}); start dockerd (as root: dockerd &) "
                            f"or set DOCKER_HOST") from e
     return client

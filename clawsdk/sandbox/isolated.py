@@ -22,7 +22,7 @@ from clawsdk.sandbox.egress import EgressProxy, proxy_env
 from clawsdk.sandbox.hostdir import HostDirSandbox, workspace_root
 from clawsdk.sandbox.hostroot import SandboxRoot, remove_tree, sweep_orphans
 from clawsdk.sandbox.limits import IsolationOptions
-from clawsdk.tasks.model import File, NetworkPolicy, Task
+from clawsdk.tasks.model import NetworkPolicy, Task
 
 log = logging.getLogger(__name__)
 

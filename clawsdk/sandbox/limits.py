@@ -80,7 +80,7 @@ class IsolationOptions:
         return opts
 
     def cpu_seconds(self, timeout: float) -> int:
-        return int(self.cpu_s) if self.cpu_s else int(math.ceil(timeout)) + 1
+        return int(self.cpu_s) if self.cpu_s else math.ceil(timeout) + 1
 
     def prlimit_args(self, timeout: float) -> list[str]:
         """`prlimit` options for one command (0 means unlimited)."""

@@ -217,7 +217,7 @@ class Tree:
                         if fd is None:  # raced: something else appeared there; look again
                             hops += 1
                             if hops > MAX_HOPS:
-                                raise PathEscapeError(f"path {path!r} keeps changing while it is used")
+                                raise PathEscapeError(f"path {path!r} keeps changing while it is used") from None
                             parts.appendleft(name)
                             continue
                         link = None

@@ -42,7 +42,6 @@ from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError, StoreErr
 from clawsdk.mcp.session import FINISH, ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.ids import rollout_id
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import (
     AttemptResult,
     attempt_rollout,
@@ -52,6 +51,7 @@ from clawsdk.runtime.rollout import (
 )
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.lifecycle import RunLifecycle
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
 
@@ -204,7 +204,7 @@ class LiveRollout:
 
     def why_ended(self) -> str:
         res = self.result
-        why = f"this rollout has ended ({self.end_reason or res and res.kind.value})"
+        why = f"this rollout has ended ({self.end_reason or (res and res.kind.value)})"
         if res is not None and not res.kind.scored:
             why += f"; it could not be scored ({res.kind.value})"
         return why
@@ -338,7 +338,7 @@ class RolloutHost:
             with anyio.CancelScope(shield=True):  # a row claimed is a rollout to run: its ending must land
                 sample, _ = await anyio.to_thread.run_sync(insert)
                 return sample
-        except Exception as e:  # noqa: BLE001 - a store that cannot take a rollout: nothing can be recorded
+        except Exception as e:
             self.fail(f"the store refused a write ({type(e).__name__}: {e})")
             raise StoreError(self.failure or str(e)) from e
 
@@ -381,7 +381,7 @@ class RolloutHost:
             raise ValueError("clawsdk serve keeps one rollout per MCP session: connect with the session "
                              f"(initialize) protocol, one of {', '.join(HANDSHAKE_PROTOCOL_VERSIONS)}")
         # the SDK keeps the per-client Connection on the request's session; one rollout per connection
-        connection = ctx.session._connection  # noqa: SLF001
+        connection = ctx.session._connection
         key = id(connection)
         async with self._lock:
             live = self.sessions.get(key)

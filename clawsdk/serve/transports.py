@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 
 from clawsdk._http import (
@@ -104,7 +105,7 @@ class _StdinLines:
         if self.pollable:
             await anyio.wait_readable(self.fd)
         else:
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         try:
             chunk = os.read(self.fd, self.CHUNK)
         except BlockingIOError:
@@ -253,7 +254,7 @@ async def _end_http_sessions(server: Server) -> None:
     for transport in list(getattr(manager, "_server_instances", {}).values()):
         try:
             await transport.terminate()
-        except Exception as e:  # noqa: BLE001 - the server is going down either way
+        except Exception as e:  # the server is going down either way
             log.debug("closing an MCP session failed: %s", e)
 
 

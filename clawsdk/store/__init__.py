@@ -15,7 +15,7 @@ _hidden = [name for name in ("pandas", "numpy") if name not in sys.modules]
 for _name in _hidden:
     sys.modules[_name] = None  # type: ignore[assignment]  # makes `import pandas` raise ImportError
 try:
-    import sqlite_utils  # noqa: F401
+    import sqlite_utils  # noqa: F401 - imported for its side effect, with the two hidden (above)
 finally:
     for _name in _hidden:
         if sys.modules.get(_name) is None:

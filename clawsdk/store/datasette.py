@@ -127,7 +127,7 @@ def metadata(db_path: str | Path | None = None) -> dict[str, Any]:
     db = sqlite_utils.Database(sqlite3.connect(":memory:"))
     migrate(db)
     tables: dict[str, Any] = {}
-    for kind, name, sql in db.execute(
+    for _kind, name, sql in db.execute(
         "SELECT type, name, sql FROM sqlite_master WHERE type IN ('table', 'view') AND sql IS NOT NULL"
     ).fetchall():
         entry: dict[str, Any] = {"description": TABLES.get(name, "")}

@@ -173,7 +173,7 @@ def migrate(db: sqlite_utils.Database) -> list[str]:
             fn(db)
             db.execute(
                 "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
-                [name, dt.datetime.now(dt.timezone.utc).isoformat()],
+                [name, dt.datetime.now(dt.UTC).isoformat()],
             )
             db.conn.execute("COMMIT")
         except BaseException:

@@ -41,7 +41,7 @@ def now() -> str:
     sec, ns = divmod(time.time_ns(), 1_000_000_000)
     cached = _second  # one read: another thread may replace it, never half of it
     if cached[0] != sec:
-        cached = (sec, dt.datetime.fromtimestamp(sec, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S"))
+        cached = (sec, dt.datetime.fromtimestamp(sec, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S"))
         _second = cached
     return f"{cached[1]}.{ns // 1000:06d}+00:00"
 

@@ -133,7 +133,7 @@ class StoreWriter:
                 if self.error is None:
                     try:
                         await anyio.to_thread.run_sync(self._apply, batch)
-                    except Exception as e:  # noqa: BLE001 - reported through `error`; the owner settles
+                    except Exception as e:  # reported through `error`; the owner settles
                         log.error("the store at %s refused a write: %s: %s", self.path, type(e).__name__, e)
                         self.error = e
                         self.failed.set()

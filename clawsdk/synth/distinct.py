@@ -4,9 +4,10 @@ their parameters abstracted away.
 Task hashes differ whenever a name or a number does, so they count parameters, not kinds of
 work. Here every number becomes N and every word that is not Python or shell vocabulary
 becomes ID (a run of such words, `so_far` or `Quarterly Budget Review`, one ID), the
-separators between them (`_`, `-`, `.`) one symbol, and a solution is the set of its abstracted lines: a chain of 4 or 9 `mv` commands of the same shape
-is one solution. Two tasks that differ only in names, numbers, dates or sizes then have the
-same abstract solution; a different kind of fix or rule gives a different one.
+separators between them (`_`, `-`, `.`) one symbol, and a solution is the set of its abstracted
+lines: a chain of 4 or 9 `mv` commands of the same shape is one solution. Two tasks that differ
+only in names, numbers, dates or sizes then have the same abstract solution; a different kind of
+fix or rule gives a different one.
 """
 
 from __future__ import annotations

@@ -246,8 +246,8 @@ class GateRun:
 
 async def _attempt(task: Task, agent: Any, make_sandbox: Any, registry: Any) -> GateRun:
     from clawsdk.errors import FailureKind
-    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
+    from clawsdk.store.recorder import Recorder
 
     r = await attempt_rollout(task, agent, make_sandbox, Recorder(None, "synth-gate"), registry)
     detail = "; ".join(s.detail for s in r.verdict.subscores) if r.verdict else ""
@@ -264,9 +264,9 @@ async def execution_gate(task: Task, sandbox: str = "auto") -> dict[str, Any]:
     """
     from clawsdk.plugins import get_registry
     from clawsdk.runtime.oracle import OracleAgent
+    from clawsdk.runtime.probes import Idle, probe_task
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
-    from clawsdk.runtime.probes import Idle, probe_task
 
     registry = get_registry()
     make = registry.get("sandboxes", choose_sandbox(sandbox))

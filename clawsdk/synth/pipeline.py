@@ -309,8 +309,7 @@ class RoutePipeline:
                     tg.start_soon(one, c)
             self.dedup_and_assemble(sorted(survivors, key=lambda c: c.idx), previous)
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                self.records.finish_run(o.run_id, "interrupted")
+            self.records.finish_run(o.run_id, "interrupted")  # no await in it: a cancellation cannot stop it
             raise
         self.records.finish_run(o.run_id)
         accepted = [c for c in self.records.candidates(o.run_id) if c["status"] == "accepted"]

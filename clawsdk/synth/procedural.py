@@ -83,8 +83,8 @@ async def synthesize_procedural(families: Sequence[Family], n: int, seed: int, o
 
     A rerun with the same run_id skips candidates that already reached a final status.
     """
-    from clawsdk.sandbox.capabilities import choose_sandbox
     from clawsdk.runtime.validate import validate_task
+    from clawsdk.sandbox.capabilities import choose_sandbox
 
     sandbox = choose_sandbox(sandbox)
     out = Path(out)
@@ -166,8 +166,7 @@ async def synthesize_procedural(families: Sequence[Family], n: int, seed: int, o
                 tg.start_soon(one, idx, task)
     except BaseException:
         if records is not None:
-            with anyio.CancelScope(shield=True):
-                records.finish_run(run_id, "interrupted")
+            records.finish_run(run_id, "interrupted")  # no await in it: a cancellation cannot stop it
         raise
     if records is not None:
         records.finish_run(run_id)

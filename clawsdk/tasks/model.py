@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -406,7 +407,7 @@ class Task(BaseModel):
     @classmethod
     def _sorted_unique(cls, files: list[File]) -> list[File]:
         files = sorted(files, key=lambda f: f.path)
-        for a, b in zip(files, files[1:]):
+        for a, b in itertools.pairwise(files):
             if a.path == b.path:
                 raise ValueError(f"file {a.path!r} is given twice")
         paths = {f.path for f in files}
@@ -444,7 +445,7 @@ class Task(BaseModel):
         values = (*(self.__dict__[name] for name in _HASHED), inferred)
         cached = _hash_cache.get(id(self))
         if cached is not None and len(cached[1]) == len(values) and all(
-                a is b for a, b in zip(cached[1], values)):
+                a is b for a, b in zip(cached[1], values, strict=True)):
             return cached[2]
         body = self.model_dump(mode="json", exclude={"id", "provenance", "metadata", "schema_version"})
         if inferred:

@@ -11,7 +11,16 @@ from pydantic import ValidationError
 
 from clawsdk.errors import TaskFormatError
 from clawsdk.tasks.model import Task, ToolCall, check_task_id
-from clawsdk.tasks.reading import Budget, check_instruction, guarded, lexists, parse_yaml, read_file, read_text, read_tree
+from clawsdk.tasks.reading import (
+    Budget,
+    check_instruction,
+    guarded,
+    lexists,
+    parse_yaml,
+    read_file,
+    read_text,
+    read_tree,
+)
 
 TASK_FILE = "task.yaml"
 _FOLDER_FIELDS = ("workspace", "hidden")

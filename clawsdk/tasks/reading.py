@@ -295,11 +295,11 @@ def _bounded_loader(limit: int) -> type:
     class Loader(yaml.SafeLoader):
         depth = 0
 
-        def __init__(self, stream):  # noqa: ANN001 - PyYAML's signature
+        def __init__(self, stream):  # PyYAML's signature
             super().__init__(stream)
             self.open_anchors: set[str] = set()
 
-        def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
+        def compose_node(self, parent, index):  # PyYAML's signature
             event = self.peek_event()
             if isinstance(event, yaml.AliasEvent) and event.anchor in self.open_anchors:
                 raise NestingError(f"line {event.start_mark.line + 1}: *{event.anchor} refers to the anchor it is "
@@ -318,7 +318,7 @@ def _bounded_loader(limit: int) -> type:
                 if anchor:
                     self.open_anchors.discard(anchor)
 
-        def construct_mapping(self, node, deep=False):  # noqa: ANN001 - PyYAML's signature
+        def construct_mapping(self, node, deep=False):  # PyYAML's signature
             # PyYAML keeps the last of two equal keys without a word; a task file that says `id` twice
             # is a mistake to point at. Keys a merge (`<<: *base`) brings in may be overridden.
             if isinstance(node, yaml.MappingNode):
@@ -467,7 +467,7 @@ def guarded(where: str | os.PathLike, load: Callable[[], T]) -> T | TaskFormatEr
     """
     try:
         return load()
-    except Exception as e:  # noqa: BLE001 - the point: no exception of one task escapes
+    except Exception as e:  # the point: no exception of one task escapes
         return as_task_error(where, e)
 
 

@@ -40,7 +40,7 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
 
     registry = get_registry()
     text = str(spec)
-    if not text.strip() or not text.partition(":")[2].strip() and text.endswith(":"):
+    if not text.strip() or (not text.partition(":")[2].strip() and text.endswith(":")):
         # Path("") is ".": an unset $TASKS ran every task found under the working folder
         raise FileNotFoundError(f"{text!r}: an empty task path; give a task file or folder")
     name, _, rest = text.partition(":")
@@ -67,7 +67,7 @@ def load_tasks(spec: str | Path) -> LoadedTasks:
             item = next(items)
         except StopIteration:
             break
-        except Exception as e:  # noqa: BLE001 - a source that raises ends its own listing, not the run
+        except Exception as e:  # a source that raises ends its own listing, not the run
             result.errors.append(as_task_error(path, e))
             break
         if isinstance(item, TaskFormatError):
@@ -88,17 +88,17 @@ def storable(task: Task, path: str | Path) -> Task | TaskFormatError:
     leaves out are walked: a second whole dump per task made loading 70% slower."""
     try:
         where = str(task.provenance.get("path", path))
-    except Exception:  # noqa: BLE001 - a provenance that is not a dict; the dump below says why
+    except Exception:  # a provenance that is not a dict; the dump below says why
         where = str(path)
     try:
-        task.hash  # noqa: B018 - computed (and cached) for what it raises
+        _ = task.hash  # computed (and cached) for what it raises
         if first_unstorable({"metadata": task.metadata, "provenance": task.provenance}) is None:
             return task
         raise ValueError("a value the store cannot write")
-    except Exception as e:  # noqa: BLE001 - any failure is this task's
+    except Exception as e:  # any failure is this task's
         try:
             found = first_unstorable(dict(task))
-        except Exception:  # noqa: BLE001 - the walk itself failed: name no field
+        except Exception:  # the walk itself failed: name no field
             found = None
         task_id = task.id if isinstance(getattr(task, "id", None), str) else None
         if found is not None:
@@ -114,7 +114,7 @@ def _detects(source: TaskSource, name: str, path: Path) -> bool:
     source must not stop every path, native tasks included, from loading."""
     try:
         return bool(source.detect(path))
-    except Exception as e:  # noqa: BLE001 - warned about, then skipped
+    except Exception as e:  # warned about, then skipped
         from clawsdk.plugins import get_registry
 
         log.warning("task source %r of plugin %s: detect() raised %s: %s; treated as not recognising %s",

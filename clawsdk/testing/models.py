@@ -73,7 +73,7 @@ def check_model(model: Any, *, failing: Any | None = None, timeout_s: float = 60
         for what, tools in (("a plain chat", None), ("a chat with tools offered", TOOLS)):
             try:
                 r = await model.chat(list(MESSAGES), tools, max_tokens=32, timeout_s=timeout_s, temperature=0.0)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 report.add(f"{what}: answers", False, f"raised {type(e).__name__}: {e}")
                 continue
             problems = _message_problems(r)
@@ -84,7 +84,7 @@ def check_model(model: Any, *, failing: Any | None = None, timeout_s: float = 60
             except ModelError as e:
                 report.add("a backend failure raises ModelError saying what failed", bool(str(e).strip()),
                            "the ModelError has no message")
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 report.add("a backend failure raises ModelError saying what failed", False,
                            f"raised {type(e).__name__}: {e} (the contract is ModelError)")
             else:
@@ -97,7 +97,7 @@ def check_model(model: Any, *, failing: Any | None = None, timeout_s: float = 60
                 await m.aclose()
                 await m.aclose()
                 report.add("aclose() twice", True)
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 report.add("aclose() twice", False, f"{type(e).__name__}: {e}")
 
     anyio.run(main)

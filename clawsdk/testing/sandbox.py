@@ -329,7 +329,7 @@ async def check_network_blocked(factory: Factory, config: SandboxConfig) -> None
     targets = [("127.0.0.1", _Listener("127.0.0.1"))]
     ip = _host_ip()
     if ip:
-        targets.append((ip, _Listener("0.0.0.0")))
+        targets.append((ip, _Listener(ip)))
     try:
         async with _Opened(factory, config) as o:
             sb = await o.start()
@@ -352,7 +352,8 @@ async def check_network_blocked(factory: Factory, config: SandboxConfig) -> None
 _LOOPBACK = """
 import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
-c = socket.create_connection(s.getsockname(), timeout=5); a, _ = s.accept(); a.sendall(b"ok"); print("loopback", c.recv(2).decode())
+c = socket.create_connection(s.getsockname(), timeout=5); a, _ = s.accept(); a.sendall(b"ok")
+print("loopback", c.recv(2).decode())
 """
 
 
@@ -444,7 +445,7 @@ async def _refused(call: Awaitable, path: str, error: type[Exception], what: str
     except error as e:
         assert path in str(e), f"{what}: the {type(e).__name__} does not name the path {path!r}: {e}"
         return
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise AssertionError(f"{what} raised {type(e).__name__} ({e}); the contract is {error.__name__}") from e
     raise AssertionError(f"{what} was accepted; the contract is {error.__name__}")
 
@@ -531,7 +532,7 @@ async def check_close_removes_everything(factory: Factory, config: SandboxConfig
     if host is not None:
         assert not host.exists(), f"workspace {host} left behind"
     if isinstance(root, (str, Path)):
-        assert not Path(root).exists(), f"sandbox root {root} left behind"
+        assert not await anyio.Path(root).exists(), f"sandbox root {root} left behind"
     try:
         await sb.exec("true")
     except (ClawError, RuntimeError):
@@ -603,6 +604,6 @@ def self_check(factory: Factory, config: SandboxConfig | None = None) -> dict[st
             results[check.name] = "ok"
         except CheckSkipped as e:
             results[check.name] = f"skipped: {e}"
-        except BaseException as e:  # noqa: BLE001 - report every failure, go on
+        except BaseException as e:  # report every failure, go on
             results[check.name] = f"failed: {type(e).__name__}: {e}"
     return results

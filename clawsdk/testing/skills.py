@@ -199,7 +199,7 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
                            "imported (a closure, or a function of a script run as __main__): define it at the top "
                            "level of a module")
             workspace = getattr(sandbox, "workspace", None)  # host-folder sandboxes: a ../../ path to `outside`
-            relative_out = os.path.relpath(outside / "secret.txt", workspace) if workspace else None
+            relative_out = os.path.relpath(outside / "secret.txt", workspace) if workspace else None  # noqa: ASYNC240 - arithmetic on two absolute paths
             for tool in tools:
                 await _check_tool(client, tool, report, outside, relative_out)
         after = _snapshot(outside)
@@ -207,7 +207,7 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
         report.add("nothing outside the workspace changed", before == after and not escaped,
                    f"files outside the workspace changed: {sorted(set(before) ^ set(after)) or 'contents'}"
                    + (" and ../outside-secret.txt was written" if escaped else ""))
-    except Exception as e:  # noqa: BLE001 - a report, not a crash
+    except Exception as e:  # a report, not a crash
         report.add("server runs", False, f"{type(e).__name__}: {e}")
     finally:
         with anyio.CancelScope(shield=True):

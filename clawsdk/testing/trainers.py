@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clawsdk.train import Trainer, TrainResult
 from clawsdk.testing.report import Report, raised
+from clawsdk.train import Trainer, TrainResult
 
 MISSING = "clawsdk-kit-no-such-dataset@v9"
 
@@ -35,7 +35,7 @@ def check_trainer(factory: Callable[..., Any], *, db: str | os.PathLike, out: st
                f"got {type(e).__name__}: {e}" if e else "the option was accepted")
     try:
         trainer = factory(**options)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         report.add("the factory builds a trainer", False, f"{type(e).__name__}: {e}")
         return report
     report.add("it is a Trainer (a name and train())", isinstance(trainer, Trainer) and bool(trainer.name),
@@ -51,7 +51,7 @@ def check_trainer(factory: Callable[..., Any], *, db: str | os.PathLike, out: st
     if data is not None:
         try:
             result = trainer.train(data, out, db=db)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             report.add("trains on the data", False, f"{type(e).__name__}: {e}")
             return report
         report.add("train() returns a TrainResult", isinstance(result, TrainResult), f"got {type(result).__name__}")

@@ -24,11 +24,11 @@ import anyio
 from clawsdk.errors import SandboxError, VerifierError
 from clawsdk.plugins import Registry, get_registry
 from clawsdk.runtime.oracle import OracleAgent
-from clawsdk.store.recorder import Recorder
+from clawsdk.runtime.probes import Idle
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Task
-from clawsdk.runtime.probes import Idle
 from clawsdk.testing.report import Report
 from clawsdk.verify.verdict import Verdict, VerifyContext
 
@@ -84,7 +84,7 @@ def check_verifier(task: Task, factory: Callable[[Any], Any] | None = None, *, s
             got = await factory(task.verifier).verify(VerifyContext(task=task, sandbox=box, recorder=Recorder(None, "kit")))
         except (VerifierError, SandboxError):
             report.add("cannot score: raises VerifierError, not a verdict", True)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             report.add("cannot score: raises VerifierError, not a verdict", False,
                        f"raised {type(e).__name__}: {e} (the contract is VerifierError)")
         else:

@@ -8,16 +8,24 @@ import json
 import math
 import re
 import shlex
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
-from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import Count, Number
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score
 
@@ -163,7 +171,7 @@ class Command(_Check):
 
 
 Check = Annotated[
-    Union[FileExists, FileAbsent, TextContains, TextEquals, Regex, JsonEquals, CsvEquals, Command],
+    FileExists | FileAbsent | TextContains | TextEquals | Regex | JsonEquals | CsvEquals | Command,
     Field(discriminator="type"),
 ]
 _checks = TypeAdapter(list[Check])
@@ -224,7 +232,7 @@ def values_equal(a: Any, b: Any, tolerance: float = 0.0, ignore_order: bool = Fa
         if not isinstance(a, list) or len(a) != len(b):
             return False
         if not ignore_order:
-            return all(values_equal(x, y, tolerance, ignore_order, subset) for x, y in zip(a, b))
+            return all(values_equal(x, y, tolerance, ignore_order, subset) for x, y in zip(a, b, strict=True))
         remaining = list(a)
         for y in b:
             for i, x in enumerate(remaining):
@@ -446,7 +454,7 @@ class ChecksVerifier(Verifier):
                 return 0.0, f"{len(rows)} rows, expected {len(expected)}"
 
             def row_eq(a: list, b: list) -> bool:
-                return len(a) == len(b) and all(_cells_equal(x, y, c.tolerance) for x, y in zip(a, b))
+                return len(a) == len(b) and all(_cells_equal(x, y, c.tolerance) for x, y in zip(a, b, strict=True))
 
             if c.ignore_row_order and rows:
                 header_ok = row_eq(rows[0], expected[0])
@@ -457,7 +465,7 @@ class ChecksVerifier(Verifier):
                         return 0.0, f"unexpected row {r}"
                     del want[match]
                 return float(header_ok), "equal" if header_ok else f"header differs: {rows[0]}"
-            for i, (a, b) in enumerate(zip(rows, expected)):
+            for i, (a, b) in enumerate(zip(rows, expected, strict=True)):
                 if not row_eq(a, b):
                     return 0.0, f"row {i + 1} differs: {a} != {b}"
             return 1.0, "equal"

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field, model_validator
 M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
-    from clawsdk.store.recorder import Recorder
     from clawsdk.sandbox.base import Sandbox
+    from clawsdk.store.recorder import Recorder
     from clawsdk.tasks.model import Task
 
 # ASCII decimals only: float() also reads "１" (U+FF11), "٠.٥", "0.5_0" and "nan", so a full-width

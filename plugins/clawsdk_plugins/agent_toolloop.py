@@ -25,7 +25,6 @@ from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent, AgentContext
 
 
-
 def resolve_model(spec: str | Model, **options: Any) -> Model:
     """'BACKEND' or 'BACKEND:NAME' (e.g. embedded, openai:gpt-4o-mini, transformers:/ckpt) -> a Model."""
     if isinstance(spec, Model):

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from clawsdk.errors import AgentError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.runtime.agent import Agent, AgentContext

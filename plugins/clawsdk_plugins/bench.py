@@ -57,8 +57,15 @@ def _ks(value: str | None) -> list[int] | None:
 
 
 def make_group() -> click.Group:
-    from clawsdk.cli.common import (console, db_option, err_console, exit_if_nothing_scored, friendly_errors,
-                                    parse_options, print_task_errors)
+    from clawsdk.cli.common import (
+        console,
+        db_option,
+        err_console,
+        exit_if_nothing_scored,
+        friendly_errors,
+        parse_options,
+        print_task_errors,
+    )
     from clawsdk.cli.options import agent_options, rollout_options
 
     @click.group("bench")

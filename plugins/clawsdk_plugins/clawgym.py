@@ -35,8 +35,7 @@ from clawsdk.hookspecs import hookimpl
 from clawsdk.tasks import native
 from clawsdk.tasks.categories import fill_missing_category
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
-from clawsdk.tasks.reading import (Budget, ReadLimits, check_instruction, lexists, parse_json, read_text,
-                                   read_tree)
+from clawsdk.tasks.reading import Budget, ReadLimits, check_instruction, lexists, parse_json, read_text, read_tree
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score, spec_as
 
@@ -594,7 +593,7 @@ class ClawGymVerifier(Verifier):
             cmd += "; rmdir -- " + " ".join(shlex.quote(d) for d in folders) + " 2>/dev/null; true"
         try:
             await sandbox.exec(cmd, timeout=30)
-        except Exception:  # noqa: BLE001 - the sandbox is closed right after; scoring is done
+        except Exception:  # the sandbox is closed right after; scoring is done
             pass
 
 

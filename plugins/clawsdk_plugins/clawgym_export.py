@@ -1,6 +1,7 @@
 """Write tasks in ClawGym's formats (task folders, syn_task.jsonl): the writer half of the ClawGym sources.
 
-`clawsdk convert` reaches it through the task sources' `export` method (clawsdk.tasks.convert). Each format keeps what it can hold. What ClawGym's formats have no field for (difficulty, tags,
+`clawsdk convert` reaches it through the task sources' `export` method (clawsdk.tasks.convert). Each format
+keeps what it can hold. What ClawGym's formats have no field for (difficulty, tags,
 limits, a reference solution, a verifier other than the default one) goes under a `clawsdk` key
 that ClawGym's own tools ignore and clawsdk reads back, so native -> ClawGym -> native gives the
 same task (the same Task.hash). A verifier ClawGym cannot run (native declarative checks,

@@ -12,7 +12,6 @@ from clawsdk.errors import TaskFormatError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.reading import ReadLimits, guarded, parse_json
-
 from clawsdk_plugins.clawgym import ENTRY_FILE, find_task_folders, load_folder_task, load_jsonl_record
 
 

@@ -42,7 +42,6 @@ from clawsdk.sandbox.isolated import ROOM
 if TYPE_CHECKING:
     from clawsdk.sandbox.hostroot import SandboxRoot
     from clawsdk.tasks.model import Task
-
     from clawsdk_plugins.sandbox_docker import DockerSandbox
 
 log = logging.getLogger(__name__)
@@ -92,7 +91,7 @@ def note_fresh(sb: DockerSandbox) -> None:
             marks[rel] = (st.st_dev, st.st_ino)
         # the host pid of the container's init: the reset reaches its processes, /tmp and IPC through it
         sb.pool_pid = sb.client.api.inspect_container(sb.container.id)["State"]["Pid"]
-    except Exception as e:  # noqa: BLE001 - the sandbox still works; it just never goes to the pool
+    except Exception as e:  # the sandbox still works; it just never goes to the pool
         log.info("docker sandbox %s will not be pooled: %s", sb.container.name, e)
         return
     sb.pool_marks = marks
@@ -185,7 +184,7 @@ def reset(sb: DockerSandbox) -> str | None:
             return "the container shares this process's pid namespace"
         why = _kill_sandbox_user(sb) or _empty_scratch(sb.pool_pid) or _remove_ipc(sb.pool_pid)
         return why or _reset_host(sb)
-    except Exception as e:  # noqa: BLE001 - the container or engine is gone, or a folder would not empty
+    except Exception as e:  # the container or engine is gone, or a folder would not empty
         return f"{type(e).__name__}: {e}"
     finally:
         os.close(pin)
@@ -283,7 +282,7 @@ def _remove_ipc(init: int) -> str | None:
                 for i in _ipc_ids(kind):
                     remove(i)
             found.extend(f"{kind} {i}" for kind in rm for i in _ipc_ids(kind))
-        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+        except BaseException as e:  # handed to the caller's thread
             failed.append(e)
 
     t = threading.Thread(target=inside)
@@ -357,7 +356,7 @@ def drain() -> int:
     def remove(w: Warm) -> None:
         try:
             w.container.remove(force=True)
-        except Exception as e:  # noqa: BLE001 - already gone; the orphan sweep gets a real leftover
+        except Exception as e:  # already gone; the orphan sweep gets a real leftover
             log.debug("removing pooled container %s: %s", getattr(w.container, "name", "?"), e)
         w.root.remove()
 

@@ -249,7 +249,7 @@ class RayExecutor(Executor):
                 with anyio.CancelScope(shield=True):
                     await _cancel(ray, stream, recorder, self.settings.cancel_grace_s)
             raise
-        except Exception as e:  # noqa: BLE001 - the worker or its node is gone, or our code failed there
+        except Exception as e:  # the worker or its node is gone, or our code failed there
             message = _describe_failure(ray, e)
             log.warning("rollout %s attempt %d: %s", job.rollout_id, job.attempt, message)
             await recorder.record("error", {"kind": FailureKind.SANDBOX_ERROR.value, "message": message})
@@ -435,13 +435,13 @@ async def _cancel(ray: Any, stream: Any, recorder: Recorder, grace_s: float) -> 
     """Cancel the remote attempt; record what it streamed while closing its sandbox, for a while."""
     try:
         ray.cancel(stream)
-    except Exception as e:  # noqa: BLE001 - already finished, or the worker is gone
+    except Exception as e:  # already finished, or the worker is gone
         log.debug("ray.cancel: %s", e)
         return
     with anyio.move_on_after(grace_s):
         try:
             await _consume(stream, recorder)
-        except Exception:  # noqa: BLE001 - TaskCancelledError is the expected ending
+        except Exception:  # TaskCancelledError is the expected ending
             pass
 
 
@@ -513,8 +513,8 @@ def _rebuild_agent(job: RolloutJob, pickled: Any) -> Agent:
 
 async def _run_on_worker(job: RolloutJob, pickled_agent: Any, q: queue.Queue, box: dict) -> AttemptResult:
     from clawsdk.plugins import get_registry
-    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import attempt_rollout
+    from clawsdk.store.recorder import Recorder
 
     _work_where_the_driver_does()
     recorder = Recorder(_QueueWriter(q), job.rollout_id, job.attempt, keep=True)  # type: ignore[arg-type]
@@ -525,7 +525,7 @@ async def _run_on_worker(job: RolloutJob, pickled_agent: Any, q: queue.Queue, bo
             registry = get_registry()
             agent = _rebuild_agent(job, pickled_agent)
             make = registry.get("sandboxes", job.sandbox)
-        except Exception as e:  # noqa: BLE001 - the worker's environment differs from the driver's
+        except Exception as e:  # the worker's environment differs from the driver's
             message = (f"could not prepare the rollout on ray worker pid {os.getpid()}: "
                        f"{type(e).__name__}: {e}; install the same plugins on the workers as on the driver")
             await recorder.record("error", {"kind": FailureKind.SANDBOX_ERROR.value, "message": message})
@@ -543,7 +543,7 @@ def _attempt_stream(job: RolloutJob, task: Any, pickled_agent: Any, settings: St
     def run_loop() -> None:
         try:
             box["result"] = anyio.run(_run_on_worker, job, pickled_agent, q, box)
-        except BaseException as e:  # noqa: BLE001 - reported to the driver below
+        except BaseException as e:  # reported to the driver below
             box["error"] = "".join(traceback.format_exception(e))
         finally:
             box["ready"].set()
@@ -599,7 +599,7 @@ def _cancel_worker(box: dict, q: queue.Queue, thread: threading.Thread, grace_s:
         scope, token = box["cancel"]
         try:
             anyio.from_thread.run_sync(scope.cancel, token=token)
-        except Exception:  # noqa: BLE001 - the loop already ended
+        except Exception:  # the loop already ended
             pass
     deadline = time.monotonic() + grace_s
     while thread.is_alive() and time.monotonic() < deadline:

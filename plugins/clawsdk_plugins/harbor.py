@@ -559,7 +559,7 @@ class HarborVerifier(Verifier):
             return None
         try:
             fresh = type(ctx.sandbox)(getattr(ctx.sandbox, "config", None))
-        except Exception:  # noqa: BLE001 - a backend that cannot be made again here: no judgment
+        except Exception:  # a backend that cannot be made again here: no judgment
             return None
         try:
             with anyio.move_on_after(left - 2):
@@ -571,7 +571,7 @@ class HarborVerifier(Verifier):
                 if not result.timed_out and found is not None:
                     score = rewards_of(*found)[0]  # VerifierError: no judgment
                     return f"did, in a fresh sandbox (reward {score:g})"
-        except Exception as e:  # noqa: BLE001 - no judgment: the ending stays unscored
+        except Exception as e:  # no judgment: the ending stays unscored
             log.info("task %s: the tests could not run on its untouched files: %s", ctx.task.id, e)
         finally:
             with anyio.CancelScope(shield=True):

@@ -132,7 +132,7 @@ def _call_soon(token: Any, fn: Any) -> None:
     native = token.native_token  # an asyncio loop, or a trio token
     try:
         (getattr(native, "call_soon_threadsafe", None) or native.run_sync_soon)(fn)
-    except Exception:  # noqa: BLE001 - the event loop is gone: nobody is waiting
+    except Exception:  # the event loop is gone: nobody is waiting
         pass
 
 
@@ -333,7 +333,7 @@ class LocalChatModel(Model):
                     batch.requests = [r for r in batch.requests if not _expired(r, batch)]
                     if batch.requests:
                         self._generate(batch)
-            except Exception as e:  # noqa: BLE001 - handed to every waiter as a ModelError
+            except Exception as e:  # handed to every waiter as a ModelError
                 log.exception("%s: generation failed", self.name)
                 # logged whole; the waiters get it without its traceback, whose frames hold the batch's key/value
                 # caches and logits (after CUDA ran out of memory, the next batch would find it still full)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -114,10 +115,10 @@ def serve_command(task, use_http, host, port, token_env, sandbox, sandbox_root, 
     """
     import anyio
 
-    from clawsdk.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
     from clawsdk.runtime.ids import new_run_id
     from clawsdk.sandbox.base import SandboxConfig
     from clawsdk.sandbox.capabilities import choose_sandbox
+    from clawsdk.serve import MESSAGE_TEMPLATE, ServeConfig, default_stdio_db, serve_http, serve_stdio
 
     the_task = _one_task(task)
     backend = choose_sandbox(sandbox)
@@ -331,7 +332,7 @@ def skills_check(names_or_folders):
             # clawsdk's own tool servers (core, web, memory, openclaw, workspace-skills) have no SKILL.md
             # by design; any other registered skill must have one (found through its skill_dir)
             required = not str(getattr(make, "__module__", "")).startswith(("clawsdk_tools.", "clawsdk_plugins."))
-        report = anyio.run(lambda: check_skill(make, skill_md=md, require_skill_md=required, name=name))
+        report = anyio.run(functools.partial(check_skill, make, skill_md=md, require_skill_md=required, name=name))
         click.echo(report.summary())
         failed += not report.ok
     if failed:

@@ -250,7 +250,7 @@ class OpenAIModel(Model):
         for client in self._client or ():
             try:
                 await client.aclose()
-            except Exception:  # noqa: BLE001 - a client of another event loop
+            except Exception:  # a client of another event loop
                 pass
         self._client = None
 

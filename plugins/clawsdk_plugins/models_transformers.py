@@ -376,8 +376,8 @@ class _Rows:
                     t[:rows, :, length:n] = 0
             gap = self.mask.new_zeros((rows, n - length))
             self.mask = torch.cat([self.mask[:, :length], gap, self.mask[:, length:]], dim=1)
-        for layer, (k, v) in zip(self.cache.layers, entry or [(None, None)] * len(self.cache.layers)):
-            for t, src in zip(layer.room, (k, v)):
+        for layer, (k, v) in zip(self.cache.layers, entry or [(None, None)] * len(self.cache.layers), strict=True):
+            for t, src in zip(layer.room, (k, v), strict=True):
                 if n:
                     t[rows, :, :n] = src[0, :, :n]
                 t[rows, :, n:width] = 0

@@ -40,7 +40,7 @@ class VLLMModel(LocalChatModel):
         sampling = [SamplingParams(max_tokens=r.max_new_tokens, temperature=r.temperature, top_p=r.top_p or 1.0,
                                    seed=r.seed, stop=r.stop or None, logprobs=0) for r in requests]
         outputs = self.llm.generate(prompts, sampling, use_tqdm=False)
-        for r, out in zip(requests, outputs):
+        for r, out in zip(requests, outputs, strict=True):
             c = out.outputs[0]
             r.token_ids = list(c.token_ids)
             r.logprobs = [next(iter(d.values())).logprob if d else 0.0 for d in (c.logprobs or [])]

@@ -42,8 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
-from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
+from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
 from clawsdk.verify.untouched import untouched_copy
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, spec_as

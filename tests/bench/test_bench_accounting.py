@@ -6,6 +6,7 @@ import json
 
 import anyio
 import pytest
+from clawsdk_plugins.bench import make_group
 from click.testing import CliRunner
 
 from clawsdk.bench.render import status_line
@@ -15,7 +16,6 @@ from clawsdk.bench.run import bench_run
 from clawsdk.runtime.runner import RunConflict, run
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.bench import make_group
 from tests.conftest import make_task
 
 

@@ -11,6 +11,7 @@ import time
 
 import anyio
 import pytest
+from clawsdk_plugins.bench import make_group
 from click.testing import CliRunner
 from rich.console import Console
 
@@ -27,7 +28,6 @@ from clawsdk.runtime.oracle import OracleAgent
 from clawsdk.runtime.runner import run_sync
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.bench import make_group
 from tests.conftest import make_task
 
 

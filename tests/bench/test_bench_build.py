@@ -7,7 +7,7 @@ import json
 import pytest
 
 from clawsdk.bench.build import BuildOptions, select
-from clawsdk.bench.decontam import read_training, shingles, jaccard
+from clawsdk.bench.decontam import jaccard, read_training, shingles
 from clawsdk.bench.manifest import ManifestError, load_manifest, parse_manifest
 from clawsdk.tasks.model import Task
 
@@ -66,7 +66,7 @@ def test_a_band_without_measurements_is_a_clear_error():
 def test_quotas_take_the_most_discriminating_tasks_and_report_shortfalls():
     ts = ([task(i, "A") for i in range(5)] + [task(10 + i, "B") for i in range(2)]
           + [task(20 + i, "C") for i in range(3)] + [task(30, "D")])
-    ps = [(t, [p]) for t, p in zip(ts[:5], [0.5, 0.2, 0.45, 0.8, 0.3])] + [(t, [0.5]) for t in ts[5:]]
+    ps = [(t, [p]) for t, p in zip(ts[:5], [0.5, 0.2, 0.45, 0.8, 0.3], strict=True)] + [(t, [0.5]) for t in ts[5:]]
     r = select(ts, opts(band=(0.1, 0.9), quotas={"A": 2, "B": 4, "*": 1}), measurements=rates(ps))
     ids = sorted(t.id for t in r.manifest.tasks)
     assert [i for i in ids if i < "t10"] == ["t00", "t02"]  # pass rates 0.5 and 0.45: nearest to 1/2
@@ -200,7 +200,7 @@ def test_manifest_round_trips_and_refuses_newer_versions(tmp_path):
     raw = json.loads(path.read_text())
     raw["schema_version"] = 99
     path.write_text(json.dumps(raw))
-    with pytest.raises(ManifestError, match="schema_version 99 is newer .* upgrade clawsdk"):
+    with pytest.raises(ManifestError, match=r"schema_version 99 is newer .* upgrade clawsdk"):
         load_manifest(path)
     raw["schema_version"] = 1
     raw["tasks"][0]["weight"] = -1
@@ -227,7 +227,7 @@ def test_training_export_recorded_in_the_store_is_excluded(tmp_path):
                 store.db.execute("INSERT INTO dataset_rows (dataset_id, row, role, task_hash) "
                                  "VALUES ('sft@v1', ?, 'example', ?)", [row, t.hash])
         training = read_datasets(store, ["sft@v1"])
-        with pytest.raises(ManifestError, match="no dataset 'nope' .*recent: sft@v1"):
+        with pytest.raises(ManifestError, match=r"no dataset 'nope' .*recent: sft@v1"):
             read_datasets(store, ["nope"])
     r = select(ts, opts(band=None), training=training)
     assert reasons(r) == {"t00": "training_hash", "t01": "training_near_duplicate"}
@@ -303,7 +303,7 @@ def test_a_bench_run_that_scored_nothing_exits_1_with_the_reason(tmp_path, capsy
         code = 0
     except SystemExit as e:
         code = e.code
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert code == 1, err
     assert f"no rollout of this run was scored; the first reason: transformers:{tmp_path / 'none'}: no such folder" \
         in " ".join(err.split())
@@ -315,7 +315,7 @@ def test_a_fifo_given_as_the_manifest_is_refused_not_waited_on(tmp_path, capsys)
 
     fifo = tmp_path / "bench.json"
     os.mkfifo(fifo)
-    with pytest.raises(ManifestError, match="bench.json: not a regular file"):
+    with pytest.raises(ManifestError, match=r"bench.json: not a regular file"):
         load_manifest(fifo)
     code, err = _bench_run_cli(fifo, tmp_path, capsys)
     assert code == 2 and "not a regular file" in err, err

@@ -53,7 +53,7 @@ def test_both_estimators_are_unbiased(p, n, k):
 
 
 def test_estimators_refuse_impossible_counts():
-    with pytest.raises(ValueError, match="k=4 must lie in 1..n=3"):
+    with pytest.raises(ValueError, match=r"k=4 must lie in 1..n=3"):
         pass_at_k(3, 1, 4)
     with pytest.raises(ValueError, match="passed samples"):
         pass_hat_k(3, 4, 1)

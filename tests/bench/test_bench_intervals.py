@@ -121,8 +121,8 @@ def test_the_inverted_test_rejects_just_outside_its_interval():
 
     def brute_p(d: list[float], w: list[float], delta: float) -> float:
         x = [v - delta for v in d]
-        obs = abs(sum(u * y for u, y in zip(x, w)))
-        hits = sum(abs(sum(s * u * y for s, u, y in zip(signs, x, w))) >= obs - 1e-12
+        obs = abs(sum(u * y for u, y in zip(x, w, strict=True)))
+        hits = sum(abs(sum(s * u * y for s, u, y in zip(signs, x, w, strict=True))) >= obs - 1e-12
                    for signs in itertools.product((1, -1), repeat=len(d)))
         return hits / 2 ** len(d)
 
@@ -130,7 +130,7 @@ def test_the_inverted_test_rejects_just_outside_its_interval():
     for _ in range(60):
         a, b, w = _random_pairs(rng, rng.choice([6, 8, 9]), rng.choice([1, 4]))
         w = w or [1.0] * len(a)
-        d = [y - x for x, y in zip(a, b)]
+        d = [y - x for x, y in zip(a, b, strict=True)]
         t = paired_test(a, b, w, combine=False)
         assert t.p_permutation == pytest.approx(brute_p(d, w, 0.0))
         if t.low > -1:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from clawsdk_plugins.bench import make_group
 from click.testing import CliRunner
 
 from clawsdk.bench.report import build_report
@@ -18,7 +19,6 @@ from clawsdk.models.base import ChatResponse, Model
 from clawsdk.plugins import register_plugin
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.bench import make_group
 from tests.conftest import FIXTURES, SHARED_DATA, needs_shared_data
 
 JUDGE_SCORE = 0.75
@@ -78,7 +78,7 @@ def own_grade(md: Path, workspace: Path) -> dict[str, float]:
     section = text.split("## Automated Checks", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     ns: dict = {}
-    exec(compile(code, str(md), "exec"), ns)  # noqa: S102 - the benchmark's own grader, on our copy
+    exec(compile(code, str(md), "exec"), ns)  # the benchmark's own grader, on our copy
     transcript = [{"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": "task"}]}},
                   {"type": "message", "message": {"role": "assistant", "content": [
                       {"type": "toolCall", "id": "c0", "name": "write", "arguments": {"path": "README.md"}}]}}]

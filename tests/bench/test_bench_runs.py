@@ -11,6 +11,7 @@ import struct
 
 import anyio
 import pytest
+from clawsdk_plugins.bench import make_group
 from click.testing import CliRunner
 
 from clawsdk.bench.build import BuildOptions, select
@@ -22,12 +23,11 @@ from clawsdk.bench.results import load_run
 from clawsdk.bench.run import bench_run
 from clawsdk.errors import ModelError
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.runtime.oracle import OracleAgent
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk.runtime.oracle import OracleAgent
-from clawsdk_plugins.bench import make_group
 from tests.conftest import EXAMPLES, make_task
 
 FAST_EXAMPLES = ("eml-contacts", "mailing-list-dedupe", "review-rating-summary", "weekly-meeting-schedule")

@@ -58,7 +58,7 @@ def bad_value(param: click.Parameter, tmp: Path) -> str:
         return str(t.choices[0])  # valid: the other values are what is wrong
     if isinstance(t, (click.types.IntParamType, click.types.FloatParamType)):
         return "1"
-    if isinstance(t, click.Path) and param.name in ("out", "rootfs") or param.name == "out":
+    if (isinstance(t, click.Path) and param.name in ("out", "rootfs")) or param.name == "out":
         return str(tmp / "a-file" / "out")  # under a file: it can be neither read nor created
     if isinstance(t, (click.Path, click.File)) or isinstance(param, click.Argument):
         return str(tmp / "missing" / "nope")
@@ -90,7 +90,7 @@ def bad_cases() -> list:
     """Each command with each bad store, leaving out the pairs where nothing would be wrong: a command
     that takes nothing, and one that takes only a store, given the empty (valid) store."""
     cases = []
-    for (path, cmd), name in zip(COMMANDS, IDS):
+    for (path, cmd), name in zip(COMMANDS, IDS, strict=True):
         params = filled(cmd)
         for store in ("not-a-store.db", "empty-store.db"):
             if any(p.name != "db" for p in params) or (store == "not-a-store.db" and params):
@@ -150,7 +150,7 @@ def test_readers_of_a_non_sqlite_file_name_it(bad_files, capsys):
                  ["runs", "--db", str(bad_files / "a-file")]):
         code, out, err = call(argv, capsys)
         assert_one_line_error(code, out, err, argv)
-        assert "not a SQLite" in err and "not-a-store.db" in err or "a-file" in err, err
+        assert ("not a SQLite" in err and "not-a-store.db" in err) or "a-file" in err, err
 
 
 def test_readers_of_a_store_another_process_is_still_creating_say_so(bad_files, capsys, monkeypatch):
@@ -248,11 +248,11 @@ def test_bench_run_refuses_such_a_sandbox_root_before_it_records_anything(tmp_pa
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     db = tmp_path / "store.db"
-    with pytest.raises(SandboxError, match="--sandbox-root .*a-file: is a file, not a folder"):
+    with pytest.raises(SandboxError, match=r"--sandbox-root .*a-file: is a file, not a folder"):
         anyio.run(lambda: bench_run(tmp_path / "no-manifest.json",
                                     sandbox_config=SandboxConfig(root=str(a_file)), db=db))
     monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(a_file))
-    with pytest.raises(SandboxError, match="CLAWSDK_SANDBOX_ROOT=.*a-file: is a file"):
+    with pytest.raises(SandboxError, match=r"CLAWSDK_SANDBOX_ROOT=.*a-file: is a file"):
         anyio.run(lambda: bench_run(tmp_path / "no-manifest.json", db=db))
     assert not db.exists()
 

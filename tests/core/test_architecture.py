@@ -82,23 +82,23 @@ class Imports(ast.NodeVisitor):
     def _add(self, target: str, line: int) -> None:
         self.found.append((target, self.depth == 0, line))
 
-    def visit_FunctionDef(self, node):  # noqa: N802
+    def visit_FunctionDef(self, node):
         self.depth += 1
         self.generic_visit(node)
         self.depth -= 1
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
+    visit_AsyncFunctionDef = visit_FunctionDef
 
-    def visit_If(self, node):  # noqa: N802
+    def visit_If(self, node):
         if _is_type_checking(node):
             return  # annotations only; never imported at run time
         self.generic_visit(node)
 
-    def visit_Import(self, node):  # noqa: N802
+    def visit_Import(self, node):
         for alias in node.names:
             self._add(alias.name, node.lineno)
 
-    def visit_ImportFrom(self, node):  # noqa: N802
+    def visit_ImportFrom(self, node):
         base = node.module or ""
         if node.level:
             parts = self.module.split(".")

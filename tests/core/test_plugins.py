@@ -1,3 +1,4 @@
+import ast
 import subprocess
 import sys
 import textwrap
@@ -5,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from clawsdk.errors import PluginError
+from clawsdk.hookspecs import hookimpl
 from clawsdk.plugins import Registry
 
 
@@ -71,9 +74,6 @@ def test_builtins_register_through_the_hooks():
 
 
 # ---- names, ordering, wrappers: the registry calls the hooks through pluggy ----------------------
-
-from clawsdk.errors import PluginError  # noqa: E402
-from clawsdk.hookspecs import hookimpl  # noqa: E402
 
 
 def _sandbox_plugin(name, factory, **register_kw):
@@ -219,7 +219,7 @@ def test_a_kind_loads_only_its_plugins():
         "print(sorted(m for m in sys.modules if m.startswith('clawsdk_plugins.') or m in ('mcp', 'torch')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = set(eval(out.stdout))  # noqa: S307 - our own printout
+    loaded = set(ast.literal_eval(out.stdout))
     assert {"clawsdk_plugins.sources", "clawsdk_plugins.clawgym"} <= loaded
     assert not loaded & {"mcp", "clawsdk_plugins.models_openai", "clawsdk_plugins.agent_toolloop",
                          "clawsdk_plugins.sandbox_docker", "clawsdk_plugins.trainers"}

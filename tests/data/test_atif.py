@@ -116,7 +116,10 @@ def test_export_import_export_gives_the_same_documents(store_path, tmp_path):
         # again: the rollouts are there already
         assert import_atif(store, tmp_path / "a", run_id="imported-run", tasks=tasks)["skipped"] == 3
     second = _export(again, tmp_path / "b", "traj")
-    key = lambda d: (d["extra"]["clawsdk"]["task_id"], d["session_id"])
+
+    def key(d: dict) -> tuple[str, str]:
+        return d["extra"]["clawsdk"]["task_id"], d["session_id"]
+
     assert [_stable(d) for d in sorted(second, key=key)] == [_stable(d) for d in sorted(first, key=key)]
 
 

@@ -162,8 +162,8 @@ def test_sft_export_reads_back_as_the_store_holds_it(store_path, tmp_path):
         assert calls[: len(store_calls)] == store_calls and calls[-1][0] == "finish"
         assert results == store_results
         assert (
-            msgs[0]["role"] == "system"
-            and msgs[1] == {"role": "user", "content": "Write 'hello world' into hello.txt."}
+            (msgs[0]["role"] == "system"
+            and msgs[1] == {"role": "user", "content": "Write 'hello world' into hello.txt."})
             or msgs[1]["content"].startswith("Write")
         )
         assert {t["function"]["name"] for t in row["tools"]} >= {"read", "write", "ls", "finish"}
@@ -443,5 +443,5 @@ def test_a_preference_margin_of_0_or_less_is_refused_never_a_rollout_paired_with
         cands = [c for c in load_candidates(store, Selection(runs=["model-good"])) if not c.reason]
         with pytest.raises(ValueError, match="margin must be above 0"):
             export_preferences(store, cands, tmp_path, name="p", margin=0)
-        with pytest.raises(Exception, match="no preference pairs|pair"):  # only passing rollouts: nothing to pair
+        with pytest.raises(Exception, match=r"no preference pairs|pair"):  # only passing rollouts: nothing to pair
             export_preferences(store, cands, tmp_path, name="p", margin=1e-9)

@@ -47,7 +47,7 @@ def manifest(folder: Path, **change) -> None:
 
 
 def refused(folder: Path, *expected: str) -> str:
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(ValueError, match="export the dataset again") as err:
         load_rows(folder)
     text = str(err.value)
     for part in (str(folder / "data.jsonl"), "export the dataset again", *expected):

@@ -10,21 +10,21 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+from clawsdk_plugins.agent_harness import HarnessAgent
+from clawsdk_plugins.cli_agent.events import ToolEventRecorder
 from click.testing import CliRunner
 
 from clawsdk.cli import cli as cli_main
 from clawsdk.data.select import Selection, select
 from clawsdk.data.trajectory import trajectory_from_events
 from clawsdk.proxy import ModelProxy, serving
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agent_harness import HarnessAgent
-from clawsdk_plugins.cli_agent.events import ToolEventRecorder
 from tests.asgi import answered_models, request_body
-from tests.conftest import make_task
 from tests.cli_agent.scripted_model import PlannedModel, tool_call
+from tests.conftest import make_task
 
 CLIENT = Path(__file__).with_name("scripted_client.py")
 TOOLS = [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object", "properties": {

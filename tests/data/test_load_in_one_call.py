@@ -9,13 +9,13 @@ import pytest
 from clawsdk.data.export import export_preferences, export_rl, export_sft, load_rows
 from clawsdk.data.select import Selection, load_candidates, select
 from clawsdk.store.store import Store
-from tests.data.test_data_select_export import hello_task, store_path  # noqa: F401 - the fixture
+from tests.data.test_data_select_export import hello_task
 
 datasets.disable_progress_bars()
 
 
 @pytest.mark.parametrize("formats", [("jsonl", "hf", "parquet"), ("jsonl",), ("hf",)], ids=["all", "jsonl", "hf"])
-def test_load_dataset_on_an_sft_export_folder_gives_its_rows(store_path, tmp_path, formats):  # noqa: F811
+def test_load_dataset_on_an_sft_export_folder_gives_its_rows(store_path, tmp_path, formats):
     with Store(store_path) as store:
         exp = export_sft(store, select(store, Selection()), tmp_path / "out", name="hello", formats=formats)
         verdicts = {r["id"]: store.verdict(r["id"]) for r in store.query("SELECT id FROM rollouts")}
@@ -32,10 +32,10 @@ def test_load_dataset_on_an_sft_export_folder_gives_its_rows(store_path, tmp_pat
         assert on_disk.num_rows == 3 and sorted(on_disk["rollout_id"]) == sorted(ds["rollout_id"])
     if "jsonl" in formats:  # the rows on disk carry the same columns
         assert {r["rollout_id"]: r["passed"] for r in load_rows(exp.path)} == dict(zip(ds["rollout_id"],
-                                                                                        ds["passed"]))
+                                                                                        ds["passed"], strict=True))
 
 
-def test_a_failed_rollout_carries_its_failing_check(store_path, tmp_path):  # noqa: F811
+def test_a_failed_rollout_carries_its_failing_check(store_path, tmp_path):
     with Store(store_path) as store:
         exp = export_sft(store, select(store, Selection(min_reward=None, runs=["model-bad"])), tmp_path / "o",
                          name="bad")
@@ -44,7 +44,7 @@ def test_a_failed_rollout_carries_its_failing_check(store_path, tmp_path):  # no
     assert [s["score"] for s in row["subscores"]] == [0.0]  # text_equals failed
 
 
-def test_preference_and_rl_exports_load_in_one_call_too(store_path, tmp_path):  # noqa: F811
+def test_preference_and_rl_exports_load_in_one_call_too(store_path, tmp_path):
     with Store(store_path) as store:
         pool = Selection(min_reward=None, failure_kinds=[])
         pref = export_preferences(store, [c for c in load_candidates(store, pool) if not c.reason], tmp_path / "p",

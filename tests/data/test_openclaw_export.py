@@ -14,17 +14,17 @@ from clawsdk.data.select import Selection, select
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
 from tests.cli_agent.scripted_model import tool_call
-from tests.openclaw.test_openclaw_agent import EXAMPLE, _rollout, openclaw_home  # noqa: F401 - a fixture
+from tests.openclaw.test_openclaw_agent import EXAMPLE, _rollout
 
 pytestmark = pytest.mark.slow
 
 
-def test_an_openclaw_rollout_exports_the_turns_its_model_wrote(openclaw_home, db, tmp_path):  # noqa: F811
+def test_an_openclaw_rollout_exports_the_turns_its_model_wrote(openclaw_home, db, tmp_path):
     (task,) = load_tasks(str(EXAMPLE)).tasks
     plan = [tool_call(i, c.tool, c.args) for i, c in enumerate(task.solution or [])]  # read, write, exec
     plan[0]["content"] = "  Let me read the log first.\n\nThen I write a script.  \n"
     plan[1]["content"] = "Writing the script now."
-    outcome, row, events, model = _rollout(task, plan, db, "oc-export", "local", openclaw_home)
+    outcome, _row, _events, _model = _rollout(task, plan, db, "oc-export", "local", openclaw_home)
     assert (outcome.kind.value, outcome.reward) == ("ok", 1.0), outcome.error
     with Store(db) as store:
         result = select(store, Selection())

@@ -270,7 +270,7 @@ def test_the_checker_catches_a_wrong_agent_a_wrong_option_and_a_missing_command(
     cmds = extract(doc, "x.md")
     assert [c.line for c in cmds] == [4, 7, 10, 14]
     for c, message in zip(cmds, ["no agent named 'toolloop'", "has no option --agents", "no command `clawsdk bench runn`",
-                                 "no sandbox named 'dokker'"]):
+                                 "no sandbox named 'dokker'"], strict=True):
         with pytest.raises(AssertionError, match=re.escape(message)):
             resolve(_argv(c.text), str(c))
 
@@ -278,7 +278,7 @@ def test_the_checker_catches_a_wrong_agent_a_wrong_option_and_a_missing_command(
 @pytest.mark.parametrize("command", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
 def test_documented_command(command: DocCommand, tmp_path, monkeypatch):
     args = _argv(command.text)
-    path, cmd, rest = resolve(args, str(command))
+    path, _cmd, rest = resolve(args, str(command))
     runner = CliRunner()
     monkeypatch.setenv("CLAWSDK_DB", str(tmp_path / "store.db"))
     monkeypatch.chdir(ROOT)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_plugins.executor_ray import RayExecutor
 
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.runtime.executor import RolloutJob
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.executor_ray import RayExecutor
+from clawsdk.store.recorder import Recorder
 from tests.conftest import EXAMPLES, make_task
 from tests.executors import ray_agents
 from tests.executors.ray_agents import Chatty, KillsItsWorker, WaitsForGo
@@ -98,7 +98,7 @@ def test_ray_and_local_record_the_same_verdicts_and_events(tmp_path, db):
             assert remote[key]["ending"] == local[key]["ending"], key
             assert remote[key]["verdict"] == local[key]["verdict"], key
             assert len(remote[key]["events"]) == len(local[key]["events"]), key
-            for i, (theirs, ours) in enumerate(zip(remote[key]["events"], local[key]["events"])):
+            for i, (theirs, ours) in enumerate(zip(remote[key]["events"], local[key]["events"], strict=True)):
                 assert theirs == ours, f"{key} event {i}"
     assert all(t["verdict"][0] == 1 for t in traces(db, "oracle-ray").values())  # the oracle passes
     [tiny_trace] = traces(db, "scripted-ray").values()

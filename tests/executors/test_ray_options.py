@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from clawsdk_plugins.executor_ray import RayExecutor, RayExecutorError
 
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.executor import RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.executor_ray import RayExecutor, RayExecutorError
 
 
 def job(**resources) -> RolloutJob:
@@ -19,7 +19,7 @@ def job(**resources) -> RolloutJob:
 def test_ray_is_a_registered_executor_that_refuses_unknown_options():
     make = get_registry().get("executors", "ray")
     assert isinstance(make(address="auto", batch_ms=20), RayExecutor)
-    with pytest.raises(ValueError, match="unknown option.*adress.*known: address"):
+    with pytest.raises(ValueError, match=r"unknown option.*adress.*known: address"):
         make(adress="ray://head:10001")
 
 

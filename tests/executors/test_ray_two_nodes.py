@@ -52,7 +52,7 @@ def cluster(tmp_path_factory):
     nodes = []
 
     def start(*args: str, temp: str) -> subprocess.Popen:
-        log = open(base / f"{temp}.log", "w")
+        log = open(base / f"{temp}.log", "w")  # noqa: SIM115 - the node writes to it until it is stopped
         node = subprocess.Popen([RAY, "start", "--block", "--temp-dir", str(short / temp),
                                  "--disable-usage-stats", *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)

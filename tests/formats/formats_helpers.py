@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from clawsdk.hookspecs import hookimpl
+from clawsdk.models.base import ChatResponse, Model
 from tests.conftest import FIXTURES, SHARED_DATA
 
 # our own tasks in each format (tests/fixtures/README.md), and the real samples for the extras
@@ -142,9 +144,6 @@ class JudgeServer:
 
 
 # ---- an in-process judge model, registered once through the models hook ------------------
-
-from clawsdk.hookspecs import hookimpl  # noqa: E402
-from clawsdk.models.base import ChatResponse, Model  # noqa: E402
 
 JUDGE_STATE: dict = {"answers": ['{"scores": {}}'], "calls": []}
 

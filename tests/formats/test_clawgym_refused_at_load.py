@@ -12,14 +12,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from clawsdk_plugins import clawgym as cg
+from clawsdk_plugins.clawgym_export import jsonl_record, write_jsonl
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
-from clawsdk.tasks.model import Task, VerifierSpec
 from clawsdk.tasks.convert import ConvertError
+from clawsdk.tasks.model import Task, VerifierSpec
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins import clawgym as cg
-from clawsdk_plugins.clawgym_export import jsonl_record, write_jsonl
 from tests.formats.formats_helpers import CLAWGYM, SYN_TASKS
 
 

@@ -7,17 +7,23 @@ import tempfile
 
 import anyio
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 
 from clawsdk.plugins import get_registry
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
-from tests.sandbox.sandbox_backends import skip_unless_available
 from tests.conftest import needs_shared_data
-from tests.formats.formats_helpers import (CLAWGYM, MOUNT, SAMPLE_CLAWGYM, expected_outputs, openclaw_mount,
-                                           reference_score)
+from tests.formats.formats_helpers import (
+    CLAWGYM,
+    MOUNT,
+    SAMPLE_CLAWGYM,
+    expected_outputs,
+    openclaw_mount,
+    reference_score,
+)
+from tests.sandbox.sandbox_backends import skip_unless_available
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the reference run needs root (it writes /root/.openclaw)")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
+from clawsdk_plugins.clawgym import REWARD_SH
 from click.testing import CliRunner
 
 from clawsdk import Store
 from clawsdk.cli import cli
-from clawsdk_plugins.clawgym import REWARD_SH
 
 
 def _clawgym(root, tid, reward_sh=REWARD_SH, check="import json\nprint(json.dumps({'a': 1, 'b': True}))\n",
@@ -95,9 +95,10 @@ def test_a_grade_that_breaks_on_what_the_agent_left_scores_it_0_not_unscored(tmp
     """grade() raising on the agent's deliverable (not UTF-8, another JSON shape) ended verifier_error, so an
     agent could drop a task it failed from its score; a grade that raises on the untouched task too is
     still the task's error."""
+    from clawsdk_plugins.agents import ScriptedAgent
+
     from clawsdk import run_sync
     from clawsdk.tasks.sources import load_tasks
-    from clawsdk_plugins.agents import ScriptedAgent
 
     _pinch(tmp_path, "fragile", "    import json\n    from pathlib import Path\n"
                                 "    p = Path(workspace_path) / 'out.json'\n"
@@ -119,10 +120,11 @@ def test_a_grade_that_breaks_on_what_the_agent_left_scores_it_0_not_unscored(tmp
 def test_a_grade_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_stays_unscored(tmp_path):
     """grade() past its timeout ended verifier_timeout (unscored) even when what slowed it was the agent's
     deliverable. As for an error, the untouched task decides: quick there, 0; slow there too, unscored."""
+    from clawsdk_plugins.agents import ScriptedAgent
+
     from clawsdk import run_sync
     from clawsdk.tasks.model import VerifierSpec
     from clawsdk.tasks.sources import load_tasks
-    from clawsdk_plugins.agents import ScriptedAgent
 
     _pinch(tmp_path, "slowed", "    import re\n    from pathlib import Path\n"
                                "    p = Path(workspace_path) / 'out.txt'\n"

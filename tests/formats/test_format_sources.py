@@ -6,14 +6,14 @@ import json
 import shutil
 
 import pytest
+from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.clawgym_export import jsonl_record
 
 from clawsdk.tasks.convert import ConvertError, export_tasks
-from clawsdk_plugins.clawgym_export import jsonl_record
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.clawgym import REWARD_SH
 from tests.conftest import FIXTURES, make_task, needs_shared_data
-from tests.formats.formats_helpers import (CLAWGYM, PINCHBENCH, SAMPLE_CLAWGYM, SAMPLE_PINCHBENCH, SYN_TASKS)
+from tests.formats.formats_helpers import CLAWGYM, PINCHBENCH, SAMPLE_CLAWGYM, SAMPLE_PINCHBENCH, SYN_TASKS
 
 
 def hybrid_of(loaded):
@@ -265,8 +265,9 @@ def test_convert_command_writes_each_format(tmp_path):
 @pytest.mark.parametrize("counts, reward", [({"monday.txt": 4, "tuesday.txt": 6}, 1.0),
                                             ({"monday.txt": 4, "tuesday.txt": 5}, 0.5)])
 def test_a_syn_task_hook_code_scores_the_workspace_in_the_sandbox(db, counts, reward):
-    from clawsdk import run_sync
     from clawsdk_plugins.agents import ScriptedAgent
+
+    from clawsdk import run_sync
 
     task = load_tasks(str(SYN_TASKS)).tasks[0]
     code_only = task.model_copy(update={"verifier": type(task.verifier).model_validate(

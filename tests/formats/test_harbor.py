@@ -12,11 +12,11 @@ import logging
 import tomllib
 
 import pytest
+from clawsdk_plugins.harbor import HarborSource, load_task, rewards_of
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.harbor import HarborSource, load_task, rewards_of
 from tests.conftest import FIXTURES
 from tests.sandbox.sandbox_backends import skip_unless_available
 
@@ -119,7 +119,7 @@ def test_rewards_are_read_as_harbor_reads_them():
     assert rewards_of("reward.json", '{"a": 1, "b": 0}')[0] == 0.5  # no "reward": the mean
     for name, text in (("reward.txt", ""), ("reward.txt", "pass"), ("reward.json", '{"reward": NaN}'),
                        ("reward.json", '{"reward": "1"}')):
-        with pytest.raises(Exception, match="empty|not a number|not a finite number"):
+        with pytest.raises(Exception, match=r"empty|not a number|not a finite number"):
             rewards_of(name, text)
 
 

@@ -8,11 +8,11 @@ import os
 import sqlite3
 
 import pytest
+from clawsdk_plugins.clawgym import REWARD_SH
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
 from clawsdk.tasks.sources import load_many, load_tasks
-from clawsdk_plugins.clawgym import REWARD_SH
 from tests.conftest import make_task
 
 SECRET = "CANARY-not-for-any-task"

@@ -8,11 +8,11 @@ import json
 import os
 import sqlite3
 
+from clawsdk_plugins.clawgym import REWARD_SH
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.clawgym import REWARD_SH
 
 
 def invoke(*args):

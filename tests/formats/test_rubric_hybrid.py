@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task, VerifierSpec
 from clawsdk.verify.rubric import parse_answer, parse_rubric_text, rubric_verifier
-from clawsdk_plugins.agents import ScriptedAgent
 from tests.formats.formats_helpers import JudgeServer, use_scripted_judge
 
 RULES = [
@@ -69,7 +69,7 @@ def test_malformed_judge_output_is_retried_then_a_verifier_error(db):
 
 
 def test_bad_rubric_specs_fail_at_load_with_the_field():
-    with pytest.raises(ValueError, match="rules.0.scores"):
+    with pytest.raises(ValueError, match=r"rules.0.scores"):
         rubric_verifier(VerifierSpec.model_validate({"type": "rubric", "rules": [{"name": "a", "scores": {"0.3": "x"}}]}))
     with pytest.raises(ValueError, match="needs 'rules'"):
         rubric_verifier(VerifierSpec.model_validate({"type": "rubric"}))

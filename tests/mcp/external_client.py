@@ -39,12 +39,12 @@ async def main(argv: list[str]) -> None:
         # the whole environment: the SDK passes only a few variables by default, and the server must import
         # the same clawsdk as this process (PYTHONPATH in a checkout)
         params = StdioServerParameters(command=clawsdk, args=["serve", task, *extra], env=dict(os.environ))
-        plan = yaml.safe_load(open(plan_file))
+        plan = yaml.safe_load(Path(plan_file).read_text())
         async with Client(params, mode="legacy") as client:
             out = await work(client, plan)
     else:
         url, token, plan_file = argv[1:4]
-        plan = yaml.safe_load(open(plan_file))
+        plan = yaml.safe_load(Path(plan_file).read_text())
         from mcp.client.streamable_http import streamable_http_client
 
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:

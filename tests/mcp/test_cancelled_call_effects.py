@@ -12,9 +12,9 @@ import anyio
 from mcp import Client
 
 from clawsdk import Store, load_tasks, run_sync
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.mcp.session import ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Limits
 from clawsdk.tasks.native import load_task

@@ -8,8 +8,8 @@ from mcp import Client
 
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.data.select import Selection, load_candidates
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.tasks.native import load_task
 from tests.conftest import make_task
 
@@ -45,7 +45,7 @@ def test_concurrent_calls_over_serve_export_each_with_its_own_output(tmp_path, d
 
     answers = anyio.run(main)
     assert "A-out" in answers[SLOW] and "B-out" in answers[FAST]  # the client got the right answers
-    row, events = _served_events(db)
+    _row, events = _served_events(db)
     kinds = [(e["kind"], (e["payload"].get("args") or {}).get("command")) for e in events[:4]]
     # the fast call finished first: its result is recorded before the slow call's
     assert kinds == [("tool_call", SLOW), ("tool_call", FAST), ("tool_result", None), ("tool_result", None)]

@@ -10,12 +10,12 @@ import json
 import textwrap
 
 import anyio
+from clawsdk_plugins.agent_harness import HarnessAgent
 
 from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agent_harness import HarnessAgent
 from tests.asgi import answered_models, request_body
 from tests.conftest import make_task
 

@@ -13,13 +13,13 @@ import textwrap
 
 import anyio
 import httpx2
+from clawsdk_plugins.agent_harness import HarnessAgent
 
 from clawsdk.proxy import SHUTDOWN_GRACE_S, ModelProxy, serving
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agent_harness import HarnessAgent
 from tests.asgi import answered_models, request_body
 from tests.conftest import make_task
 
@@ -253,13 +253,13 @@ def test_a_harness_that_hangs_up_on_a_healthy_server_and_fails_is_scored(tmp_pat
     for stream in ("false", "true"):
         (tmp_path / "client.py").write_text(HANGS_UP % stream)
 
-        async def main():
+        async def main(stream: str):
             async with serving(SlowButHealthy()) as up:
                 agent = HarnessAgent(command=f"python3 {tmp_path / 'client.py'}", base_url=up + "/v1")
                 return await run([task], agent=agent, db=tmp_path / f"{stream}.db", run_id="h", sandbox="local",
                                  retries=0)
 
-        (o,) = anyio.run(main).outcomes
+        (o,) = anyio.run(main, stream).outcomes
         assert o.kind.value == "agent_error" and o.kind.scored, (stream, o)
 
 

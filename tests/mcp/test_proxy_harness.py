@@ -8,15 +8,15 @@ import textwrap
 
 import anyio
 import httpx2
+from clawsdk_plugins.agent_harness import HarnessAgent
 
 from clawsdk.proxy import ModelProxy, serving
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agent_harness import HarnessAgent
-from tests.conftest import make_task
 from tests.asgi import answered_models, request_body
+from tests.conftest import make_task
 from tests.mcp.serve_proc import CLAWSDK, require_bwrap
 
 

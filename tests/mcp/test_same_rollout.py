@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 from mcp import Client
 
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.runtime.runner import run
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agents import ScriptedAgent
 from tests.conftest import make_task
 from tests.mcp.serve_proc import session, start_http
 

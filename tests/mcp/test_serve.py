@@ -13,8 +13,8 @@ import pytest
 from mcp import Client
 
 from clawsdk.errors import VerifierError
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.plugins import get_registry
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk.verify.verdict import Verifier
@@ -171,7 +171,7 @@ def test_external_client_spawns_serve_over_stdio(db):
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["tools"][-1] == "finish"
-    rows, _, verdicts = _rollouts(db)
+    rows, _, _verdicts = _rollouts(db)
     assert [(r["failure_kind"], r["passed"], r["n_tool_calls"]) for r in rows] == [("ok", 1, 3)]
     assert "ended by finish, score 1.00" in out.stderr
 

@@ -4,15 +4,14 @@ for a session past N, reading the task inside a rollout is recorded, and the bea
 
 from __future__ import annotations
 
-
 import anyio
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from clawsdk.serve import RolloutHost, ServeConfig, hosting
 from clawsdk.plugins import get_registry
+from clawsdk.serve import RolloutHost, ServeConfig, hosting
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk.verify.verdict import Verdict, Verifier

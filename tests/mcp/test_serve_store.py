@@ -13,8 +13,8 @@ import threading
 import anyio
 from mcp import Client, StdioServerParameters
 
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.runtime.ids import rollout_id
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from tests.conftest import make_task
@@ -94,7 +94,7 @@ def test_concurrent_claims_on_one_run_id_take_distinct_samples(tmp_path, db):
                 for _ in range(10):
                     got.append(s.claim_rollout(run_id="shared", task_id=task.id, task_hash=task.hash, agent="x",
                                                model=None, make_id=lambda n: rollout_id("shared", task.id, n)))
-        except Exception as e:  # noqa: BLE001 - reported below
+        except Exception as e:  # reported below
             errors.append(e)
 
     threads = [threading.Thread(target=claim) for _ in range(4)]
@@ -136,7 +136,7 @@ def test_a_failed_store_stops_the_sessions_answers_every_call_with_it_and_fails_
                 async with Client(host.server(), mode="legacy") as c:  # no new sessions
                     r = await c.call_tool("ls", {})
                     answers["a new session"] = (r.is_error, r.content[0].text)
-        except Exception as e:  # noqa: BLE001 - checked below
+        except Exception as e:  # checked below
             raised = e
         return answers, raised
 

@@ -9,7 +9,6 @@ from clawsdk import Store, load_tasks, run_sync
 from clawsdk.runtime.agent import Agent, AgentContext
 from tests.conftest import make_task
 
-
 DEEP: list = []
 for _ in range(300):  # the MCP client cannot encode ~250 levels
     DEEP = [DEEP]

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client
 
 from clawsdk import Store, load_tasks, run_sync
-from clawsdk.serve import ServeConfig, hosting
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.serve import ServeConfig, hosting
 from clawsdk.tasks.native import load_task
 from tests.conftest import make_task
 

@@ -16,8 +16,8 @@ import pytest
 
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import get_registry, reset_registry
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File, Task
 from tests.conftest import FIXTURES, REPO
 from tests.sandbox.sandbox_backends import skip_unless_available

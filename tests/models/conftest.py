@@ -65,9 +65,10 @@ OVERFLOW_STYLES = {
                                        "message": "Your input exceeds the context window of this model."}},
 }
 #: vLLM when only max_tokens is too much
-MAX_TOKENS_TOO_LARGE = lambda w, p, c: {"error": {"type": "BadRequestError", "code": 400, "message": (  # noqa: E731
-    f"'max_tokens' or 'max_completion_tokens' is too large: {c}. This model's maximum context length is {w} "
-    f"tokens and your request has {p} input tokens ({c} > {w} - {p}).")}}
+def MAX_TOKENS_TOO_LARGE(w: int, p: int, c: int) -> dict:
+    return {"error": {"type": "BadRequestError", "code": 400, "message": (
+        f"'max_tokens' or 'max_completion_tokens' is too large: {c}. This model's maximum context length is {w} "
+        f"tokens and your request has {p} input tokens ({c} > {w} - {p}).")}}
 
 
 def prompt_tokens(body: dict) -> int:
@@ -100,7 +101,7 @@ class StubServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with stub.lock:

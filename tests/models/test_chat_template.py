@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from clawsdk.models import toolcalls  # noqa: E402
-from clawsdk.models.chat_template import chatml_tools_template  # noqa: E402
+from clawsdk.models import toolcalls
+from clawsdk.models.chat_template import chatml_tools_template
 
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 # SmolLM2's own template: ChatML, with a default system turn

@@ -17,13 +17,14 @@ from conftest import write_task
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from clawsdk.runtime.runner import run  # noqa: E402
-from clawsdk.store.store import Store  # noqa: E402
-from clawsdk.tasks.native import load_task  # noqa: E402
-from clawsdk_plugins.models_transformers import TransformersModel as Backend  # noqa: E402
+from clawsdk_plugins.models_transformers import TransformersModel as Backend
+
+from clawsdk.runtime.runner import run
+from clawsdk.store.store import Store
+from clawsdk.tasks.native import load_task
 
 
-def TransformersModel(path: str, **options) -> Backend:  # noqa: N802
+def TransformersModel(path: str, **options) -> Backend:
     """The backend in float32 on every device. These tests compare answers token for token and log-probability
     to 1e-3; in bfloat16, the default on CUDA, the tiny random model's near-equal logits order differently
     when a batch sums them in another order (seen on an H200)."""
@@ -179,7 +180,7 @@ def test_the_embedded_model_works_an_example_task_end_to_end(tmp_path):
 
     try:
         embedded_gguf()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.skip(str(e))
     task = load_task(Path(__file__).resolve().parents[2] / "examples" / "tasks" / "mailing-list-dedupe")
 
@@ -223,7 +224,7 @@ def test_a_reinstalled_gguf_reuses_its_dequantized_copy(tmp_path):
 
     try:
         installed = embedded_gguf()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.skip(str(e))
     first = dequantized_copy(installed)  # converted once (about 30 s), or already in the cache
     reinstalled = tmp_path / "venv" / installed.name
@@ -235,8 +236,9 @@ def test_a_reinstalled_gguf_reuses_its_dequantized_copy(tmp_path):
 
 def test_the_backends_keep_their_registered_names_and_import_paths():
     # models_local was split by backend: `--model NAME` and code that imports from it still work
-    from clawsdk.plugins import get_registry
     from clawsdk_plugins import models_embedded, models_llamacpp, models_local, models_vllm
+
+    from clawsdk.plugins import get_registry
 
     registry = get_registry()
     assert registry.get("models", "transformers") is Backend
@@ -281,7 +283,7 @@ def test_what_a_prompt_shares_with_an_earlier_one_is_not_encoded_again_and_chang
     assert widths == []  # every prompt was seen: nothing encoded again
     alone = answer_all(one_by_one, prompts)
     assert one_by_one.prefixes
-    for w, a, b, c in zip(want, first, again, alone):
+    for w, a, b, c in zip(want, first, again, alone, strict=True):
         assert a.completion_token_ids == w.completion_token_ids == b.completion_token_ids == c.completion_token_ids
         for got in (a, b, c):
             assert got.logprobs == pytest.approx(w.logprobs, abs=1e-3)
@@ -322,7 +324,7 @@ def test_kept_caches_are_cut_grown_bounded_and_equal_a_fresh_encoding(tiny_check
         ids = torch.tensor([[5] * 300 + [6] * 100 + [7] * 199], device=model.hf_model.device)
         fresh = model.hf_model(input_ids=ids, use_cache=True)
     cache = fresh.get("cache", fresh.get("past_key_values"))
-    for (k, v), layer in zip(parted, cache.layers):
+    for (k, v), layer in zip(parted, cache.layers, strict=True):
         assert torch.allclose(k, layer.keys, atol=1e-5) and torch.allclose(v, layer.values, atol=1e-5)
     # bounded: past PREFIX_BYTES the least recently used goes
     model.PREFIX_BYTES = 700 * sum(k[0, :, :1].numel() * 4 * 2 for k, _ in parted)  # about 700 tokens
@@ -340,7 +342,7 @@ def test_a_growing_cache_writes_into_its_room_and_regrows_when_replaced():
     layer.update(chunks[0], values[0])
     assert layer.room[0].shape[2] == 5  # a first update keeps exactly what it brings
     pointers = set()
-    for k, v in zip(chunks[1:], values[1:]):
+    for k, v in zip(chunks[1:], values[1:], strict=True):
         keys, vals = layer.update(k, v)
         pointers.add(layer.room[0].data_ptr())
     assert len(pointers) <= 3  # grown half as big again each time, not per token
@@ -385,7 +387,7 @@ def test_a_row_that_ends_leaves_the_batch_and_the_others_answer_the_same(tiny_ch
     assert rows == [3, 3, 2, 2, 2] + [1] * 7, rows  # batched; two left early, the last decoded alone
     model.hf_model.forward = forward
     for i in range(3):  # each answers as it does alone
-        alone = anyio.run(lambda: model.chat(prompts[i], None, max_tokens=limits[i], timeout_s=60))
+        alone = anyio.run(functools.partial(model.chat, prompts[i], None, max_tokens=limits[i], timeout_s=60))
         assert alone.completion_token_ids == out[i].completion_token_ids
 
 
@@ -396,7 +398,7 @@ def test_a_model_whose_caches_cannot_sit_side_by_side_answers_the_same(tiny_chec
     padded = TransformersModel(str(tiny_checkpoint), threads=1, max_batch=8)
     padded.load()
     padded._plain_layers = False  # as for a model with sliding-window layers: left-padded prompts
-    for a, b in zip(answer_all(kept, prompts), answer_all(padded, prompts)):
+    for a, b in zip(answer_all(kept, prompts), answer_all(padded, prompts), strict=True):
         assert a.completion_token_ids == b.completion_token_ids
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-3)
     assert not padded.prefixes
@@ -506,7 +508,7 @@ def test_when_a_long_row_leaves_the_columns_nobody_uses_are_packed_away(tiny_che
             tg.start_soon(ask, short_prompt, 30)
         return out
 
-    long_answer, short_answer = sorted(anyio.run(go), key=lambda r: len(r.completion_token_ids))
+    _long_answer, short_answer = sorted(anyio.run(go), key=lambda r: len(r.completion_token_ids))
     columns = [c for _, c in steps]
     assert columns[0] > 600 and columns[-1] < 60, columns  # the short row went on in its own columns only
     assert short_answer.completion_token_ids == alone(model, short_prompt, 30).completion_token_ids

@@ -9,9 +9,9 @@ import time
 
 import anyio
 import pytest
+from clawsdk_plugins.local_engine import Batch, LocalChatModel
 
 from clawsdk.errors import ContextOverflow, FailureKind, ModelError
-from clawsdk_plugins.local_engine import Batch, LocalChatModel
 
 
 class Words:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from clawsdk_plugins.models_openai import OpenAIModel
+from conftest import completion  # tests/models/conftest.py: the stub server's answers
+
 from clawsdk.models.base import ChatResponse, Model
 from clawsdk.testing import check_model
-from clawsdk_plugins.models_openai import OpenAIModel
-
-from conftest import completion  # tests/models/conftest.py: the stub server's answers
 
 
 def test_model_kit_passes_the_openai_backend(stub_server):

@@ -8,10 +8,10 @@ import time
 
 import anyio
 import pytest
+from clawsdk_plugins.models_openai import OpenAIModel, context_overflow
 from conftest import OVERFLOW_STYLES, Reply, completion, prompt_tokens
 
 from clawsdk.errors import ContextOverflow, FailureKind, ModelError
-from clawsdk_plugins.models_openai import OpenAIModel, context_overflow
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "ls", "description": "list",
@@ -71,7 +71,7 @@ def test_persistent_5xx_raises_model_error_naming_the_cause(stub_server):
 def test_client_errors_are_not_retried(stub_server):
     stub_server.default = Reply({"error": {"message": "invalid api key"}}, 401)
     model = OpenAIModel("stub", base_url=stub_server.base_url, backoff_s=0.01)
-    with pytest.raises(ModelError, match="HTTP 401: invalid api key.*api_key"):
+    with pytest.raises(ModelError, match=r"HTTP 401: invalid api key.*api_key"):
         chat(model)
     assert len(stub_server.requests) == 1
 
@@ -80,7 +80,7 @@ def test_a_server_that_never_answers_is_cut_by_the_wall_clock(stub_server):
     stub_server.default = Reply(hang=True)
     model = OpenAIModel("stub", base_url=stub_server.base_url, backoff_s=0.01, retries=1)
     started = time.monotonic()
-    with pytest.raises(ModelError, match="no answer within 0.3 s"):
+    with pytest.raises(ModelError, match=r"no answer within 0.3 s"):
         chat(model, timeout_s=0.3)
     assert time.monotonic() - started < 5
     assert len(stub_server.requests) == 2
@@ -160,7 +160,7 @@ def test_a_conversation_the_agent_overflowed_is_its_failure_not_an_unscored_one(
 def test_an_opening_prompt_that_does_not_fit_is_a_setup_problem(stub_server):
     stub_server.window = 100
     model = OpenAIModel("stub", base_url=stub_server.base_url, backoff_s=0.01)
-    with pytest.raises(ContextOverflow, match="opening prompt.*--max-model-len") as info:
+    with pytest.raises(ContextOverflow, match=r"opening prompt.*--max-model-len") as info:
         chat(model, [{"role": "user", "content": "u" * 800}], max_tokens=10)
     assert info.value.kind is FailureKind.MODEL_ERROR
 

@@ -103,7 +103,7 @@ def test_the_rollout_token_budget_is_enforced(stub_server, tmp_path):
 
 def test_a_hanging_server_is_an_unscored_model_error(stub_server, tmp_path):
     stub_server.default = Reply(hang=True)
-    outcome, events, row = run_loop(stub_server, tmp_path, turn_timeout_s=0.3, run_retries=1, retries=1)
+    outcome, _events, row = run_loop(stub_server, tmp_path, turn_timeout_s=0.3, run_retries=1, retries=1)
     assert outcome.kind.value == "model_error" and row["scored"] == 0 and outcome.reward is None
     assert "no answer within 0.3 s" in outcome.error
     assert outcome.attempts == 2
@@ -164,7 +164,7 @@ def test_an_agent_that_reads_until_its_context_overflows_fails_scored(stub_serve
     task = write_task(workspace=[File(path="big.log", text="L" * 20000)])
     stub_server.window = 2500
     stub_server.default = completion(None, [{"name": "read", "arguments": {"path": "big.log"}}])
-    outcome, events, row = run_loop(stub_server, tmp_path, task=task, run_retries=2)
+    outcome, _events, row = run_loop(stub_server, tmp_path, task=task, run_retries=2)
     assert outcome.kind.value == "agent_error" and row["scored"] == 1 and outcome.reward == 0.0
     assert outcome.attempts == 1 and "maximum context length is 2500" in outcome.error
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_plugins.openclaw.agent import OpenClawAgent
+from clawsdk_plugins.openclaw.install import find_install, missing_message
 
 from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.openclaw.agent import OpenClawAgent
-from clawsdk_plugins.openclaw.install import find_install, missing_message
 from tests.cli_agent.scripted_model import PlannedModel, tool_call
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,7 +95,7 @@ def test_openclaw_on_a_clawgym_task_under_bwrap_reaches_the_proxy_and_leaves_no_
             # what OpenClaw's gateway mode writes for itself; the agent must remove it before scoring
             tool_call(1, "write", {"path": "SOUL.md", "content": "# Soul\n"}),
             tool_call(2, "write", {"path": ".openclaw/workspace-state.json", "content": "{}"})]
-    outcome, row, events, model = _rollout(task, plan, db, "oc2", "bwrap", openclaw_home)
+    outcome, row, events, _model = _rollout(task, plan, db, "oc2", "bwrap", openclaw_home)
 
     assert (outcome.kind.value, outcome.reward) == ("ok", 1.0), outcome.error
     results = [e["payload"] for e in events if e["kind"] == "tool_result"]

@@ -6,19 +6,19 @@ import json
 
 import anyio
 import pytest
+from clawsdk_plugins.cli_agent.events import ToolEventRecorder
+from clawsdk_plugins.openclaw.agent import OpenClawAgent
+from clawsdk_plugins.openclaw.config import allowed_tools, openclaw_config
+from clawsdk_plugins.sandbox_local import LocalSandbox
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import Capabilities
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Task, ToolPolicy
-from clawsdk_plugins.openclaw.agent import OpenClawAgent
-from clawsdk_plugins.openclaw.config import allowed_tools, openclaw_config
-from clawsdk_plugins.cli_agent.events import ToolEventRecorder
-from clawsdk_plugins.sandbox_local import LocalSandbox
-from tests.conftest import make_task
 from tests.cli_agent.scripted_model import tool_call
+from tests.conftest import make_task
 
 
 def test_the_tasks_tools_and_policy_become_openclaws_allow_and_deny():

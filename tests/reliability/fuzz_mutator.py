@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from clawsdk_plugins.clawgym import REWARD_SH
 
 from clawsdk.errors import TaskFormatError
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.clawgym import REWARD_SH
 
 SECRET = "CANARY-7f3a-outside-the-task"
 PER_INPUT_S = 10.0  # a load that takes longer is a hang
@@ -160,7 +160,7 @@ def _structured(fmt: str, main: Path) -> tuple[Any, str] | None:
             return json.loads(text.splitlines()[0]), "jsonl"
         front = text.split("---\n")[1]
         return yaml.safe_load(front), "front"
-    except Exception:  # noqa: BLE001 - an earlier operator broke it; edit bytes instead
+    except Exception:  # an earlier operator broke it; edit bytes instead
         return None
 
 
@@ -214,7 +214,7 @@ def op_value(rng: random.Random, fmt: str, base: Path, main: Path, outside: Path
         what = "replace"
     try:
         _write_structured(fmt, main, data, kind)
-    except Exception:  # noqa: BLE001 - a value YAML cannot dump (e.g. a lone surrogate)
+    except Exception:  # a value YAML cannot dump (e.g. a lone surrogate)
         return op_bytes(rng, fmt, base, main, outside)
     return f"value:{what}:{'.'.join(map(str, path))[:40]}"
 
@@ -357,7 +357,7 @@ class Watch:
             self.failures.append(f"{label}: no answer within {PER_INPUT_S:g} s")
             self.outcomes[(fmt, "HANG")] += 1
             return
-        except BaseException as e:  # noqa: BLE001 - what the suite is looking for
+        except BaseException as e:  # what the suite is looking for
             self.failures.append(f"{label}: raised {type(e).__name__}\n{traceback.format_exc()}")
             self.outcomes[(fmt, "TRACEBACK")] += 1
             return
@@ -388,7 +388,7 @@ class Watch:
         for (fmt, what), n in sorted(counts.items()):
             lines.append(f"{fmt:<15} {what[:58]:<58} {n:>6}")
         by: Counter = Counter()
-        for (fmt, what), n in counts.items():
+        for (_fmt, what), n in counts.items():
             by[what.split(":")[0]] += n
         lines.append("totals: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
         lines.append(f"slowest load: {self.slowest:.2f} s (bound {PER_INPUT_S:g} s)")

@@ -73,7 +73,7 @@ def test_repeated_sigkill_of_a_bwrap_run_then_resume_ends_every_rollout_once_and
         if k % 3 == 2:  # some kills land in start-up: the sweep, the plan, the first sandboxes
             until(lambda: False, proc, rng.uniform(0.3, 2.5), db, most)
         else:  # the others mid-run, at a random moment after the first rollout of this invocation finished
-            until(lambda: count_finished(db) > before, proc, 120, db, most)
+            until(lambda before=before: count_finished(db) > before, proc, 120, db, most)
             until(lambda: False, proc, rng.uniform(0.0, 1.5), db, most)
         assert proc.poll() is None, f"the run ended before kill {k + 1}; kill sooner"
         proc.send_signal(signal.SIGKILL)

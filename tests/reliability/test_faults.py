@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.sandbox_local import LocalSandbox
 from mcp import StdioServerParameters
 
 from clawsdk import Store, load_tasks, run_sync
@@ -14,8 +16,6 @@ from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.verify.verdict import Verifier
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.sandbox_local import LocalSandbox
 from tests.conftest import make_task
 
 HERE = Path(__file__).parent

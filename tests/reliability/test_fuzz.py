@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 import yaml
+from clawsdk_plugins.sandbox_local import LocalSandbox
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,9 +19,8 @@ from clawsdk import TaskFormatError, load_task
 from clawsdk.errors import PathEscapeError
 from clawsdk.plugins import get_registry
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk.tasks.paths import normalize_relative
 from tests.reliability.fuzz_mutator import SECRET, SEEDS, Watch, mutate, spec_of
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

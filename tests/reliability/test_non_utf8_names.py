@@ -11,13 +11,13 @@ import subprocess
 import sys
 
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 from click.testing import CliRunner
 
 from clawsdk import Store, run_sync
 from clawsdk.cli import cli
 from clawsdk.store.store import dumps
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.agents import ScriptedAgent
 from tests.conftest import EXAMPLES
 from tests.sandbox.sandbox_backends import skip_unless_available
 

@@ -10,9 +10,9 @@ import anyio
 import httpx2
 import pytest
 
-from clawsdk.proxy import core as proxy_module
 from clawsdk._http import public_url
 from clawsdk.proxy import ModelProxy, serving
+from clawsdk.proxy import core as proxy_module
 from clawsdk.store.recorder import Recorder
 from tests.asgi import request_body
 
@@ -88,7 +88,7 @@ def test_bodies_of_the_wrong_shape_are_400_with_the_reason_and_never_reach_the_u
     upstream = Upstream()
     answers, recorder = exchange(upstream, [(raw, None) for raw, _ in BAD_REQUESTS]
                                  + [(b"[1, 2]", "wrong-token"), (json.dumps({"messages": HI}).encode(), None)])
-    for (raw, why), r in zip(BAD_REQUESTS, answers):
+    for (raw, why), r in zip(BAD_REQUESTS, answers, strict=True):
         assert r.status_code == 400, (raw, r.text)
         error = r.json()["error"]
         assert why in error["message"] and error["type"] == "invalid_request_error", (raw, error)
@@ -133,7 +133,7 @@ def test_a_lone_surrogate_escape_in_the_body_goes_upstream_as_it_came(caplog):
     the body with httpx's UTF-8 JSON and answered the agent's own request with a 500 and a traceback."""
     upstream = Upstream()
     raw = b'{"model": "m", "messages": [{"role": "user", "content": "ls: n\\udcffm.txt"}]}'
-    [r], recorder = exchange(upstream, [(raw, None)])
+    [r], _recorder = exchange(upstream, [(raw, None)])
     assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == "hello", r.text
     assert upstream.calls == 1
     no_traceback(caplog)

@@ -7,8 +7,16 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from clawsdk.runtime.concurrency import (Controller, Host, Slots, WorkQueue, parse_concurrency,
-                                         report_model_status, listen_model_status, vllm_queue_probe)
+from clawsdk.runtime.concurrency import (
+    Controller,
+    Host,
+    Slots,
+    WorkQueue,
+    listen_model_status,
+    parse_concurrency,
+    report_model_status,
+    vllm_queue_probe,
+)
 
 GIB = 1 << 30
 
@@ -47,7 +55,7 @@ def step(c: Controller, slots: Slots, clock: Clock, host: Host | None = None, *,
 
 
 def test_it_starts_at_four_times_the_cores():
-    c, slots, clock = controller(initial=None)
+    c, slots, _clock = controller(initial=None)
     assert slots.level == 4 * c.sampler.cpus or slots.level == 8
 
 
@@ -309,7 +317,7 @@ def test_the_vllm_queue_probe_reads_prometheus_metrics(tmp_path):
     import threading
 
     class Metrics(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = (b'# HELP vllm:num_requests_waiting\nvllm:num_requests_waiting{model_name="m"} 7.0\n'
                     if self.path == "/metrics" else b"")
             self.send_response(200 if body else 404)

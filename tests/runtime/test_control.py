@@ -40,7 +40,7 @@ def wait_until(cond, timeout: float = 60.0, what: str = "it", proc: subprocess.P
     deadline = time.monotonic() + timeout
     while not cond():
         if proc is not None and proc.poll() is not None:
-            out, err = proc.communicate()
+            _out, err = proc.communicate()
             pytest.fail(f"the run ended before {what}: {err[-3000:]}")
         if time.monotonic() > deadline:
             pytest.fail(f"{what} did not happen within {timeout} s")
@@ -140,7 +140,7 @@ def test_requeue_set_and_cancel(tmp_path):
         with pytest.raises(ControlError, match="KEY one of concurrency, ceiling, verifiers"):
             ctl(tmp_path, "set", settings={"speed": 3})
         ctl(tmp_path, "cancel")
-        out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

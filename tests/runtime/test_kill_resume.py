@@ -92,7 +92,7 @@ def test_sigterm_cancels_cleanly_and_leaves_no_sandbox(tmp_path):
     proc = start_run(db, ws)
     wait_for(lambda: count_finished(db) >= 3 or proc.poll() is not None)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     con = sqlite3.connect(db)
     assert con.execute("SELECT status FROM runs WHERE id = 'kill-me'").fetchone()[0] == "interrupted"

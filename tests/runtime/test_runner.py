@@ -2,11 +2,11 @@
 
 import anyio
 import pytest
+from clawsdk_plugins.sandbox_local import LocalSandbox
 
 from clawsdk import Agent, Store, load_tasks, run_sync
 from clawsdk.errors import ModelError
 from clawsdk.runtime.runner import RunConflict
-from clawsdk_plugins.sandbox_local import LocalSandbox
 from tests.conftest import EXAMPLES, make_task
 
 

@@ -9,13 +9,13 @@ import secrets
 from pathlib import Path
 
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.clawgym import REWARD_SH
 from sandbox_backends import skip_unless_available
 
 from clawsdk import Store, run_sync
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.clawgym import REWARD_SH
 from tests.conftest import make_task
 
 BACKENDS = ["local", "bwrap", "docker"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from clawsdk.errors import SandboxError
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.sandbox.capabilities import CapabilityError, backend_capabilities, check_tasks
 from clawsdk.sandbox.limits import IsolationOptions
-from clawsdk.errors import SandboxError
 from clawsdk.tasks.model import Task
 
 
@@ -32,12 +32,12 @@ def test_a_task_needing_isolation_is_refused_on_local_with_its_id():
 
 
 def test_unknown_capability_names_the_task_and_the_known_ones():
-    with pytest.raises(CapabilityError, match="typo-task.*unknown capabilities.*network_isolated"):
+    with pytest.raises(CapabilityError, match=r"typo-task.*unknown capabilities.*network_isolated"):
         check_tasks([task("typo-task", "network_isolatd")], backend_capabilities("bwrap"))
 
 
 def test_bad_sandbox_options_say_which_key():
-    with pytest.raises(SandboxError, match="unknown option.*mem_gb"):
+    with pytest.raises(SandboxError, match=r"unknown option.*mem_gb"):
         IsolationOptions.from_extra({"mem_gb": 4}, "bwrap")
     with pytest.raises(SandboxError, match="nproc"):
         IsolationOptions.from_extra({"nproc": "many"}, "docker")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sandbox_backends import skip_unless_available
 
 from clawsdk.plugins import get_registry
 from clawsdk.testing import SANDBOX_CHECKS, run_sandbox_check
-from sandbox_backends import skip_unless_available
 
 
 @pytest.mark.parametrize("backend", ["local", "bwrap", "docker"])

@@ -164,7 +164,7 @@ def test_errors_keep_the_contract(tmp_path):
     tree = Tree(tmp_path)
     (tmp_path / "folder").mkdir()
     (tmp_path / "file").write_text("x")
-    with pytest.raises(FileNotFoundError, match="missing.txt"):
+    with pytest.raises(FileNotFoundError, match=r"missing.txt"):
         tree.read("missing.txt")
     with pytest.raises(IsADirectoryError, match="folder"):
         tree.read("folder")

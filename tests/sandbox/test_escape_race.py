@@ -14,13 +14,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_tools.core import core_server
 from mcp import Client
 from sandbox_backends import skip_unless_available
 
 from clawsdk.plugins import get_registry
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_tools.core import core_server
 
 BACKENDS = ["local", "bwrap", "docker"]
 RACED_CALLS = 320

@@ -97,8 +97,8 @@ def test_symlinks_do_not_lead_out(backend, tmp_path):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cannot_reach_the_network(backend):
     listeners = [("127.0.0.1", _Listener("127.0.0.1"))]
-    if _host_ip():
-        listeners.append((_host_ip(), _Listener("0.0.0.0")))
+    if ip := _host_ip():
+        listeners.append((ip, _Listener(ip)))
 
     async def body(sb):
         for host, lst in listeners:

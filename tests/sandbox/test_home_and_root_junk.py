@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 from sandbox_backends import skip_unless_available
 
 from clawsdk import Store, run_sync
@@ -22,7 +23,6 @@ from clawsdk.plugins import get_registry
 from clawsdk.sandbox import hostdir
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.agents import ScriptedAgent
 
 
 def checked_task(tid: str) -> Task:

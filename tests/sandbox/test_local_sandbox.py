@@ -4,11 +4,11 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_plugins.sandbox_local import LocalSandbox
 
 from clawsdk.errors import PathEscapeError
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
 
 TASK = Task(id="t", instruction="x", workspace=[File(path="a.txt", text="hello\n")],
             hidden=[File(path="secret.txt", text="expected\n")])

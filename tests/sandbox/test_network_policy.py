@@ -26,7 +26,7 @@ FETCH = ("import sys, urllib.request, urllib.error\n"
 
 
 class Hello(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - http.server's name
+    def do_GET(self):  # http.server's name
         body = f"hello from {self.server.server_address[0]}".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))

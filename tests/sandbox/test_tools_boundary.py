@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import itertools
 import json
 import threading
-import time
 
 import psutil
 import pytest
@@ -113,7 +113,7 @@ def check_hostile_call(case, events: list[dict]) -> dict:
 
 def longest_gap(events: list[dict]) -> float:
     stamps = [_ts(e) for e in events if e["kind"] in ("tool_call", "tool_result")]
-    return max(b - a for a, b in zip(stamps, stamps[1:]))
+    return max(b - a for a, b in itertools.pairwise(stamps))
 
 
 @pytest.mark.timeout(300)

@@ -16,8 +16,8 @@ from typing import Any
 
 from clawsdk.mcp.session import ToolResult, ToolSession
 from clawsdk.plugins import get_registry
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File, Task
 
 #: how long past the tool time limit a stopped call may take to come back (the kill and the answer)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 
 import anyio
+import clawsdk_skills
 import pytest
 
-import clawsdk_skills
 from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed
 from tests.tools.conftest import connected, task_with, text
 

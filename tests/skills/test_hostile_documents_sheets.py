@@ -20,9 +20,9 @@ import json
 import zlib
 
 import anyio
+import clawsdk_skills
 import pytest
 
-import clawsdk_skills
 from clawsdk.tasks.model import File
 from tests.conftest import loop_ticks
 from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed
@@ -68,7 +68,7 @@ def test_a_pdf_read_is_100_pages_at_most_and_says_how_to_read_on():
     files = {"many.pdf": shared_stream_pdf(150, 1)}
 
     async def main():
-        async with connected(clawsdk_skills.factory("documents"), with_files(files)) as (c, sb):
+        async with connected(clawsdk_skills.factory("documents"), with_files(files)) as (c, _sb):
             r = await c.call_tool("doc_read", {"path": "many.pdf", "limit": 1000})
             assert "--- page 100 ---" in text(r) and "--- page 101 ---" not in text(r)
             assert "read pages 1-100 of 150" in text(r) and "read on with page=101" in text(r), text(r)[-300:]
@@ -153,7 +153,7 @@ def test_an_xlsx_whose_declared_dimension_lies_is_read_by_its_cells():
     }
 
     async def main():
-        async with connected(clawsdk_skills.factory("spreadsheets"), with_files(files)) as (c, sb):
+        async with connected(clawsdk_skills.factory("spreadsheets"), with_files(files)) as (c, _sb):
             r = await c.call_tool("sheet_read", {"path": "wide.xlsx"})
             size = len(json.dumps(r.structured_content))
             assert size < 20_000, f"a sheet of 4 cells gave a {size:,}-character result"
@@ -191,7 +191,7 @@ def test_a_csv_of_commas_is_cut_to_the_column_cap_and_the_result_to_its_size():
     wide = ",".join(f"c{i}" for i in range(5_000)) + "\n" + ("x" * 5_000 + ",") * 60 + "\n"
 
     async def main():
-        async with connected(clawsdk_skills.factory("spreadsheets"), task_with({"w.csv": wide})) as (c, sb):
+        async with connected(clawsdk_skills.factory("spreadsheets"), task_with({"w.csv": wide})) as (c, _sb):
             r = await c.call_tool("sheet_read", {"path": "w.csv"})
             data = r.structured_content
             assert len(data["header"]) == 1_000 and "1,000 columns" in data["note"], data["note"]

@@ -9,10 +9,10 @@ import zipfile
 from pathlib import Path
 
 import anyio
+import clawsdk_skills
 import pytest
 import yaml
 
-import clawsdk_skills
 from clawsdk.tasks.model import File
 from tests.tools.conftest import connected, task_with, text
 
@@ -256,8 +256,9 @@ def test_every_shipped_skill_passes_the_conformance_kit(name):
 
 
 def test_the_core_tool_servers_pass_the_kit_too():
-    from clawsdk.testing.skills import assert_skill_conforms
     from clawsdk_tools.core import core_server, memory_server, web_server
+
+    from clawsdk.testing.skills import assert_skill_conforms
 
     for factory in (core_server, web_server, memory_server):
         assert_skill_conforms(factory, require_skill_md=False)

@@ -15,9 +15,9 @@ import resource
 import zipfile
 
 import anyio
+import clawsdk_skills
 import pytest
 
-import clawsdk_skills
 from clawsdk.sandbox.base import MAX_READ_BYTES
 from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed
 from tests.tools.conftest import connected, task_with, text

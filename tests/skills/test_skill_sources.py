@@ -10,13 +10,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clawsdk_plugins.sandbox_local import LocalSandbox
 
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import Registry
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL_SKILL = '''

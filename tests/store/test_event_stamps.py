@@ -8,9 +8,10 @@ import re
 from functools import partial
 
 import anyio
+import anyio.lowlevel
 
-from clawsdk.store.recorder import Recorder
 from clawsdk.store import store as store_module
+from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store, dumps, now
 from clawsdk.store.writer import StoreWriter
 
@@ -19,15 +20,15 @@ ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00")
 
 def test_now_is_the_datetime_isoformat_text_across_seconds(monkeypatch):
     # 2026-03-01 00:00:00 UTC minus a microsecond, then the next second, then the next day
-    base = int(dt.datetime(2026, 3, 1, tzinfo=dt.timezone.utc).timestamp()) * 1_000_000_000
+    base = int(dt.datetime(2026, 3, 1, tzinfo=dt.UTC).timestamp()) * 1_000_000_000
     for ns in (base - 1_000, base, base + 7_000, base + 86_400 * 1_000_000_000 + 999_999_999, base - 1_000):
         monkeypatch.setattr(store_module.time, "time_ns", lambda ns=ns: ns)
-        expected = dt.datetime.fromtimestamp(ns // 1000 / 1e6, dt.timezone.utc)
+        expected = dt.datetime.fromtimestamp(ns // 1000 / 1e6, dt.UTC)
         assert now() == expected.isoformat(timespec="microseconds")
     monkeypatch.undo()
-    before = dt.datetime.now(dt.timezone.utc)
+    before = dt.datetime.now(dt.UTC)
     stamp = now()
-    assert ISO.fullmatch(stamp) and before <= dt.datetime.fromisoformat(stamp) <= dt.datetime.now(dt.timezone.utc)
+    assert ISO.fullmatch(stamp) and before <= dt.datetime.fromisoformat(stamp) <= dt.datetime.now(dt.UTC)
 
 
 def test_dumps_is_compact_unicode_and_stringifies_the_rest():
@@ -46,7 +47,7 @@ def test_recorded_events_keep_their_stamps_and_payloads(tmp_path):
             for _ in range(3):
                 await rec.record("tool_call", payload)
 
-    before = dt.datetime.now(dt.timezone.utc)
+    before = dt.datetime.now(dt.UTC)
     anyio.run(main)
     with Store(db, readonly=True) as store:
         rows = store.query("SELECT seq, ts, payload FROM events WHERE rollout_id = 'r1' ORDER BY seq")
@@ -69,7 +70,7 @@ def test_concurrent_rollouts_lose_no_event_through_a_small_queue(tmp_path):
         for k in range(n_events):
             await rec.record("note", {"k": k})
             if k % 7 == i % 7:
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
             if k % 50 == 0:
                 await writer.put("set_run_status", run_id="run", status="running")
         await writer.flush()

@@ -41,7 +41,7 @@ def test_a_failing_migration_leaves_the_old_schema(db, monkeypatch):
 def test_a_store_from_a_newer_clawsdk_is_refused(db):
     Store(db).close()
     sqlite_utils.Database(db).execute("INSERT INTO _migrations VALUES ('m500_future', 'x')")
-    with pytest.raises(StoreError, match="newer clawsdk .*; upgrade clawsdk"):
+    with pytest.raises(StoreError, match=r"newer clawsdk .*; upgrade clawsdk"):
         Store(db)
 
 
@@ -157,7 +157,7 @@ def test_a_store_copied_with_its_write_ahead_log_into_such_a_folder_is_refused_n
     for name in ("runs.db", "runs.db-wal"):
         shutil.copyfile(path.parent / name, copy / name)
     keep.close()
-    with read_only(copy), pytest.raises(StoreError, match="write-ahead log .*copy both to a writable folder"):
+    with read_only(copy), pytest.raises(StoreError, match=r"write-ahead log .*copy both to a writable folder"):
         Store(copy / "runs.db", readonly=True)
 
 

@@ -11,9 +11,9 @@ import anyio
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.oracle import OracleAgent
-from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.recorder import Recorder
 from clawsdk.synth.families import FAMILIES
 
 

@@ -6,10 +6,11 @@ read-only audit with cheap agents)."""
 
 from __future__ import annotations
 
+from clawsdk_plugins.agents import ScriptedAgent
+
 from clawsdk import run_sync
 from clawsdk.synth.families import resolve_families
 from clawsdk.synth.procedural import generate
-from clawsdk_plugins.agents import ScriptedAgent
 
 FAMILIES = ("mail-contacts", "meeting-actions", "log-summary", "config-convert", "csv-reconcile", "sales-rollup",
             "table-report", "project-schedule", "meeting-slot")

@@ -7,8 +7,16 @@ import re
 import pytest
 
 from clawsdk.synth.dedup import NearDuplicates
-from clawsdk.synth.gates import (GateFailure, agent_run_of, check_isolated, extract_json, parse_draft, parse_judge,
-                                 parse_rubric, strip_code)
+from clawsdk.synth.gates import (
+    GateFailure,
+    agent_run_of,
+    check_isolated,
+    extract_json,
+    parse_draft,
+    parse_judge,
+    parse_rubric,
+    strip_code,
+)
 
 BASE = ("Please read the quarterly sales export in sales.csv, total the revenue per region and per month, "
         "and write the result to summary.csv sorted by region and then month.")

@@ -7,8 +7,10 @@ from collections import Counter
 
 import anyio
 import pytest
+from clawsdk_plugins.synth import synth_group
 from click.testing import CliRunner
 
+from clawsdk.runtime.validate import validate_tasks
 from clawsdk.store.store import Store
 from clawsdk.synth.families import FAMILIES, resolve_families
 from clawsdk.synth.procedural import generate
@@ -16,8 +18,6 @@ from clawsdk.synth.records import SynthRecords
 from clawsdk.tasks.model import CATEGORIES
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk.runtime.validate import validate_tasks
-from clawsdk_plugins.synth import synth_group
 
 CORE = {"read", "write", "edit", "ls", "glob", "grep", "exec"}
 
@@ -30,7 +30,7 @@ def test_at_least_twelve_families_cover_all_six_categories():
 def test_every_family_at_every_level_is_valid_and_its_solution_is_core_tool_calls(tmp_path):
     tasks = [f.task(7, i, level) for f in FAMILIES.values() for level in (1, 2, 3) for i in range(2)]
     results = anyio.run(lambda: validate_tasks(tasks, concurrency=4))
-    bad = [(t.id, t.difficulty, r.problem) for t, r in zip(tasks, results) if not r.ok]
+    bad = [(t.id, t.difficulty, r.problem) for t, r in zip(tasks, results, strict=True) if not r.ok]
     assert not bad
     for t in tasks:
         assert t.solution and {s.tool for s in t.solution} <= CORE

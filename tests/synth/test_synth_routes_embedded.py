@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from clawsdk_plugins.synth import synth_group
 from click.testing import CliRunner
 
 from clawsdk.store.store import Store
 from clawsdk.synth.records import SynthRecords
-from clawsdk_plugins.synth import synth_group
 
 
 @pytest.mark.slow

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import anyio
+from clawsdk_plugins.synth import synth_group
 from click.testing import CliRunner
 
+from clawsdk.runtime.validate import validate_task
 from clawsdk.store.store import Store
 from clawsdk.synth.records import SynthRecords
 from clawsdk.tasks.native import load_task
-from clawsdk.runtime.validate import validate_task
-from clawsdk_plugins.synth import synth_group
 from tests.sandbox.sandbox_backends import skip_unless_available
 
 INSTRUCTION = ("My expenses for the trip are in expenses.csv (columns category,amount). Add up the amounts per "
@@ -257,9 +257,10 @@ def test_a_check_that_runs_the_agents_program_is_sent_back_to_use_agent_run(tmp_
     that printed the dict it found in check.py passed. The gate sends such a check back; the repaired one
     names the command in `# agent_run:`, which runs before the hidden files exist."""
     skip_unless_available("bwrap")
+    from clawsdk_plugins.agents import ScriptedAgent
+
     from clawsdk import run_sync
     from clawsdk.synth import gates
-    from clawsdk_plugins.agents import ScriptedAgent
 
     server = scripted_server(ScriptTask())
     out, db = tmp_path / "out", tmp_path / "synth.db"

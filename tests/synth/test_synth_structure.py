@@ -6,10 +6,10 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from clawsdk.runtime.validate import validate_tasks
 from clawsdk.synth.distinct import abstract, abstract_solution, distinctness
 from clawsdk.synth.families import FAMILIES, resolve_families
 from clawsdk.synth.splits import make_splits
-from clawsdk.runtime.validate import validate_tasks
 
 # (templates, abstract solutions, templates no other template shares a solution with), at level 1.
 # The one-template versions of fix-failing-test and rename-by-rule had 1 template and 8 and 2 abstract
@@ -61,7 +61,7 @@ def test_every_template_is_valid_untouched_fails_reference_passes(family):
     tasks = [f.task(4, 0, level, tp) for tp in f.templates(1) for level in ((1, 3) if family == "rename-by-rule"
                                                                             else (1,))]
     results = anyio.run(lambda: validate_tasks(tasks, concurrency=4))
-    assert not [(t.id, r.problem) for t, r in zip(tasks, results) if not r.ok]
+    assert not [(t.id, r.problem) for t, r in zip(tasks, results, strict=True) if not r.ok]
 
 
 def test_splits_hold_out_parameters_templates_and_families_with_nothing_shared():

@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
+from clawsdk.runtime.validate import validate_task
 from clawsdk.synth.families import FAMILIES
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.native import save_task
-from clawsdk.runtime.validate import validate_task
 from tests.sandbox.sandbox_backends import skip_unless_available
 
 SORTED = "a\nb\nc\n"

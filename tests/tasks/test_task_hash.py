@@ -47,7 +47,7 @@ def test_hash_is_computed_once(monkeypatch):
 
 def test_a_cached_hash_changes_neither_equality_nor_pickling():
     a, b = _task(), _task()
-    a.hash  # noqa: B018 - a has its hash cached, b not
+    _ = a.hash  # a has its hash cached, b not
     assert a == b
     back = pickle.loads(pickle.dumps(a))
     assert back == a and back.hash == a.hash

@@ -110,6 +110,6 @@ def test_examples_cover_the_six_categories():
 
 
 def test_task_model_rejects_two_contents():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="file 'a': give exactly one of 'text' or 'b64'"):
         File(path="a", text="x", b64="eA==")
     assert Task(id="x", instruction="y").tools == ["core"]

@@ -10,8 +10,8 @@ import json
 import sqlite3
 
 import pytest
-from pydantic import ValidationError
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 from clawsdk import Task
 from clawsdk.cli import cli
@@ -41,7 +41,7 @@ def bad_native(root, yaml_text: str):
     (f"verifier: {{checks: [{CHECK}]}}\nmetadata: {{x: !!binary /w==}}", "metadata.x", "binary"),
     (f"verifier: {{checks: [{CHECK}]}}\nmetadata: {{s: !!set {{a: null}}}}", "metadata.s", "set"),
     (f"verifier: {{note: !!binary /w==, checks: [{CHECK}]}}", "verifier.note", "binary"),
-    (f"verifier: {{checks: [{{type: text_contains, path: done.txt, text: done, note: !!binary /w==}}]}}",
+    ("verifier: {checks: [{type: text_contains, path: done.txt, text: done, note: !!binary /w==}]}",
      "verifier.checks[0].note", "binary"),
 ])
 def test_a_value_the_store_cannot_write_is_one_skipped_task_and_the_run_goes_on(tmp_path, db, yaml_text, field,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from clawsdk import load_task, run_sync, save_task
 from clawsdk_plugins.agents import ScriptedAgent
+
+from clawsdk import load_task, run_sync, save_task
 
 TASK_YAML = """\
 id: dated

@@ -6,10 +6,10 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from clawsdk_plugins.sandbox_local import LocalSandbox
 from mcp import Client
 
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
 
 
 def task_with(files: dict[str, str] | None = None, **fields: Any) -> Task:

@@ -6,12 +6,12 @@ import subprocess
 import sys
 
 import anyio
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_tools.core import core_server, glob_to_regex
 from mcp import Client
 
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
-from clawsdk_tools.core import core_server, glob_to_regex
 
 TASK = Task(id="t", instruction="x", workspace=[
     File(path="src/app.py", text="def add(a, b):\n    return a - b\n"),

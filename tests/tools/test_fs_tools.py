@@ -7,8 +7,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from clawsdk_tools.core import core_server
+
 from tests.tools.conftest import connected, task_with, text
 
 

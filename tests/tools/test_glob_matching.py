@@ -15,12 +15,12 @@ import re
 
 import anyio
 import pytest
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_tools.core import core_server, glob_to_regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.sandbox_local import LocalSandbox
-from clawsdk_tools.core import core_server, glob_to_regex
 from tests.conftest import loop_ticks
 from tests.tools.test_core_tools import TASK, text
 
@@ -170,7 +170,7 @@ def test_matching_past_its_deadline_is_a_tool_error_and_the_loop_runs_meanwhile(
     async def main():
         async with loop_ticks(0.02) as ticks:
             started = anyio.current_time()
-            with pytest.raises(ToolError, match="still matching names after 0.5 s"):
+            with pytest.raises(ToolError, match=r"still matching names after 0.5 s"):
                 await files.matching_paths(glob, names)
             took = anyio.current_time() - started
         return took, ticks

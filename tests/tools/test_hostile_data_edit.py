@@ -10,16 +10,16 @@ hanging."""
 from __future__ import annotations
 
 import anyio
+import clawsdk_skills
 import pytest
+from clawsdk_tools.core import core_server
 from mcp.server.mcpserver import MCPServer
 
-import clawsdk_skills
 from clawsdk.mcp.session import ToolSession
 from clawsdk.mcp.toolkit import MAX_RESULT_CHARS
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.base import MAX_READ_BYTES
+from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Limits
-from clawsdk_tools.core import core_server
 from tests.skills.boundary import behind_boundary, boundary_task, stopped_at_its_limit, timed
 from tests.tools.conftest import connected, task_with, text
 

@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
 import pytest
-
-from clawsdk.sandbox.base import Capabilities
 from clawsdk_plugins.sandbox_local import LocalSandbox
 from clawsdk_tools.core import core_server, memory_server, web_server
+
+from clawsdk.sandbox.base import Capabilities
 from tests.tools.conftest import connected, task_with, text
 
 
@@ -144,7 +144,7 @@ def test_web_fetch_serves_the_pages_a_task_ships_and_is_offline_in_an_isolating_
 @contextlib.contextmanager
 def local_site():
     class H(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = PAGE.encode() if self.path == "/hours" else json.dumps({"ok": True}).encode()
             self.send_response(200)
             self.send_header("content-type", "text/html" if self.path == "/hours" else "application/json")
@@ -225,8 +225,8 @@ def test_memory_search_ranks_notes_and_memory_get_reads_only_memory_files():
 def test_tool_policy_selects_tools_like_openclaw(policy, expected):
     from clawsdk.mcp.session import ToolSession
     from clawsdk.plugins import get_registry
-    from clawsdk.store.recorder import Recorder
     from clawsdk.runtime.rollout import tool_servers
+    from clawsdk.store.recorder import Recorder
 
     async def main():
         task = task_with(tools=["core", "memory", "spreadsheets"], tool_policy=policy)
@@ -246,7 +246,7 @@ def test_tool_policy_selects_tools_like_openclaw(policy, expected):
 def test_unknown_profile_or_group_is_a_clear_task_error():
     from pydantic import ValidationError
 
-    with pytest.raises(ValidationError, match="tool_policy.profile: unknown profile 'cod'"):
+    with pytest.raises(ValidationError, match=r"tool_policy.profile: unknown profile 'cod'"):
         task_with(tool_policy={"profile": "cod"})
-    with pytest.raises(ValidationError, match="tool_policy.deny: unknown group 'group:nope'"):
+    with pytest.raises(ValidationError, match=r"tool_policy.deny: unknown group 'group:nope'"):
         task_with(tool_policy={"deny": ["group:nope"]})

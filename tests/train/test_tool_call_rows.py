@@ -90,8 +90,8 @@ def test_the_shapes_an_export_writes_read_back_and_render(tiny_model, tmp_path):
     text that is not JSON (a call cut short, exported as written) or absent; an empty list of calls."""
     from transformers import AutoTokenizer
 
-    from clawsdk.data.tokenize import encode_chat
     from clawsdk.data.export import load_rows
+    from clawsdk.data.tokenize import encode_chat
 
     rows = [with_calls([CALL]), with_calls([fn(arguments={"path": "a.txt"})]),
             with_calls([fn(arguments='{"pa')]), with_calls([fn(arguments=...)]), with_calls([]), GOOD]
@@ -100,7 +100,7 @@ def test_the_shapes_an_export_writes_read_back_and_render(tiny_model, tmp_path):
     assert got == [json.loads(r) for r in rows]
     tok = AutoTokenizer.from_pretrained(tiny_model)
     for row in got:
-        ids, mask = encode_chat(tok, row["messages"], row["tools"])
+        _ids, mask = encode_chat(tok, row["messages"], row["tools"])
         assert any(mask)
 
 

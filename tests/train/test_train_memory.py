@@ -7,10 +7,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from test_train_sft_grpo import sft_export
-
 from clawsdk_plugins import train_common
 from clawsdk_plugins.train_common import activation_bytes, plan_step
+from test_train_sft_grpo import sft_export
 
 SMOLLM2 = SimpleNamespace(num_hidden_layers=30, num_attention_heads=9, hidden_size=576, vocab_size=49152)
 GB = 1 << 30
@@ -49,9 +48,8 @@ def test_a_batch_that_must_stay_whole_is_checkpointed(monkeypatch):
 def test_micro_batches_make_the_same_optimizer_steps(tiny_model, tmp_path, monkeypatch):
     """batch_size 2 run as two micro-batches of 1 trains the same model as one batch of 2."""
     import torch
-    from transformers import AutoModelForCausalLM
-
     from clawsdk_plugins.trainers import TrlSftTrainer
+    from transformers import AutoModelForCausalLM
 
     db, dataset_id = sft_export(tmp_path, n=4)
     monkeypatch.setattr(train_common, "activation_bytes", lambda config, rows, length: rows * GB)

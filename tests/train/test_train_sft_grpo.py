@@ -78,7 +78,7 @@ def test_training_tokens_are_what_the_agent_prompts_with(tiny_model, tmp_path):
         want = toolcalls.assistant_text(row["messages"][i]) + "<|im_end|>"
         assert tok.decode(ids[len(prompt) : end]) == want
         pos = end
-    trained = tok.decode([t for t, m in zip(ids, mask) if m])
+    trained = tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
     for name, args in calls:  # the store's calls, in clawsdk's tool-call format
         assert toolcalls.format_tool_call(name, args) in trained
     assert '"name": "finish"' in trained

@@ -190,7 +190,10 @@ def test_filter_and_sort_rows():
             "started_at": None,
         },
     ]
-    ids = lambda rs: [r["id"] for r in rs]
+
+    def ids(rs: list[dict]) -> list[str]:
+        return [r["id"] for r in rs]
+
     assert ids(rowsel.select(rows)) == ["b", "a", "c"]
     assert ids(rowsel.select(rows, status="running")) == ["c"]
     assert ids(rowsel.select(rows, status="failed")) == ["b"]

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.errors import VerifierError
-from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.hostdir import HostDirSandbox
-from clawsdk.tasks.model import File, Task
+from clawsdk.store.recorder import Recorder
+from clawsdk.tasks.model import Task
 from clawsdk.verify.checks import ChecksVerifier
 from clawsdk.verify.verdict import VerifyContext
-from clawsdk_plugins.agents import ScriptedAgent
 
 SEES = {"type": "command", "name": "what the agent's side saw", "agent_run": 'echo "hidden=${CLAWSDK_HIDDEN:-none}"; '
-        'ls "$CLAWSDK_HIDDEN" /clawsdk/hidden 2>/dev/null | grep -c expected.txt', "run": "tr '\\n' ' ' | grep -qx 'hidden=none 0 '"}
+        'ls "$CLAWSDK_HIDDEN" /clawsdk/hidden 2>/dev/null | grep -c expected.txt',
+        "run": "tr '\\n' ' ' | grep -qx 'hidden=none 0 '"}
 LATER = {"type": "text_equals", "name": "the hidden files are there for the rest", "path": "out.txt",
          "expected_file": "expected.txt"}
 

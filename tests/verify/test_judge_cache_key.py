@@ -11,10 +11,10 @@ import json
 
 import anyio
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.agents import ScriptedAgent
 from tests.formats.formats_helpers import JudgeServer
 
 RULES = [{"name": "report", "file_path": "out/report.md", "scores": {"0": "missing", "1": "complete"}}]

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from clawsdk_plugins.agents import ScriptedAgent
 
 from clawsdk import run_sync
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify.checks import parse_checks
-from clawsdk_plugins.agents import ScriptedAgent
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 

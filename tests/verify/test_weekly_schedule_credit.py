@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from clawsdk_plugins.agents import ScriptedAgent
+
 from clawsdk import run_sync
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
 
 TASK = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "weekly-meeting-schedule"
 REFERENCE = {"Sprint kickoff": ("Wed", 13), "Ana/Dev 1:1": ("Wed", 14), "Client demo": ("Thu", 9),

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from clawsdk.mcp.toolkit import ToolServer
-
 from clawsdk_tools.files import MAX_GREP_FILE, MAX_MATCHES, MAX_READ_CHARS, add_fs_tools, glob_to_regex
 from clawsdk_tools.memory import add_memory_tools
 from clawsdk_tools.runtime import ProcessManager, add_runtime_tools, process_lifespan

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -283,7 +282,7 @@ def add_fs_tools(server: MCPServer, sandbox: Sandbox, timeout_s: float = 60.0) -
 
     @server.tool()
     @tool_errors
-    async def apply_patch(input: str) -> str:  # noqa: A002 - OpenClaw's argument name
+    async def apply_patch(input: str) -> str:  # OpenClaw's argument name
         """Apply a multi-file patch: '*** Begin Patch', then '*** Add File: P' (lines with '+'),
         '*** Update File: P' (optional '*** Move to: Q', hunks of ' '/'-'/'+' lines after an optional
         '@@ anchor'), '*** Delete File: P', and '*** End Patch'. All files change, or none."""

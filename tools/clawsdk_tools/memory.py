@@ -28,8 +28,8 @@ STOP = frozenset("a an and are as at be by for from has have i in is it of on or
 
 class MemoryHit(BaseModel):
     path: str
-    startLine: int  # noqa: N815 - OpenClaw's names
-    endLine: int  # noqa: N815
+    startLine: int  # OpenClaw's names
+    endLine: int
     score: float
     snippet: str
 
@@ -82,7 +82,7 @@ def add_memory_tools(server: MCPServer, sandbox: Sandbox) -> None:
 
     @server.tool()
     @tool_errors
-    async def memory_search(query: str, maxResults: int = 6, minScore: float = 0.1) -> MemoryResults:  # noqa: N803
+    async def memory_search(query: str, maxResults: int = 6, minScore: float = 0.1) -> MemoryResults:
         """Search the memory files (MEMORY.md, memory/*.md) for notes about `query`; returns the best
         snippets with their path and line range (read more with memory_get)."""
         terms = set(_words(query))

@@ -124,7 +124,7 @@ class ProcessManager:
                     proc.status = "timed_out" if result.timed_out else "exited"
                 if proc.scope.cancelled_caught:
                     proc.status = "killed"
-            except Exception as e:  # noqa: BLE001 - the failure is the process's result
+            except Exception as e:  # the failure is the process's result
                 proc.status, proc.exit_code = "exited", -1
                 proc.command += f"  [failed to run: {e}]"
             finally:
@@ -191,7 +191,7 @@ def add_runtime_tools(server: MCPServer, sandbox: Sandbox, task: Task | None, pr
 
     @server.tool()
     @tool_errors
-    async def exec(command: str, timeout: float | None = None, workdir: str | None = None,  # noqa: A001
+    async def exec(command: str, timeout: float | None = None, workdir: str | None = None,
                    background: bool = False) -> ExecOutput:
         """Run a bash command in the workspace; returns exit_code, stdout, stderr. With background=true it
         returns a sessionId at once; follow it with the process tool (poll, log, write, kill)."""
@@ -208,7 +208,7 @@ def add_runtime_tools(server: MCPServer, sandbox: Sandbox, task: Task | None, pr
     @server.tool()
     @tool_errors
     async def process(action: Literal["start", "list", "poll", "log", "write", "kill"],
-                      sessionId: str | None = None, command: str | None = None,  # noqa: N803 - OpenClaw's name
+                      sessionId: str | None = None, command: str | None = None,  # OpenClaw's name
                       workdir: str | None = None, timeout: float | None = None, data: str | None = None,
                       offset: int = 0) -> ProcessResult:
         """Manage background processes. start: run `command` in the background (returns sessionId);

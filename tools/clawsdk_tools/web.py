@@ -51,9 +51,9 @@ class WebPage(BaseModel):
 class _Extract(HTMLParser):
     """HTML to readable Markdown-ish text: headings, paragraphs, list items, links; scripts dropped."""
 
-    BLOCK = {"p", "div", "section", "article", "main", "header", "footer", "br", "tr", "table", "ul", "ol",
-             "pre", "blockquote", "hr"}
-    SKIP = {"script", "style", "noscript", "template", "svg", "head", "title"}
+    BLOCK = frozenset({"p", "div", "section", "article", "main", "header", "footer", "br", "tr", "table", "ul", "ol",
+             "pre", "blockquote", "hr"})
+    SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head", "title"})
 
     def __init__(self, markdown: bool):
         super().__init__(convert_charrefs=True)
@@ -155,8 +155,8 @@ def add_web_tools(server: MCPServer, sandbox: Sandbox, task: Task | None) -> Non
 
     @server.tool()
     @tool_errors
-    async def web_fetch(url: str, extractMode: Literal["markdown", "text", "raw"] = "markdown",  # noqa: N803
-                        maxChars: int = DEFAULT_MAX_CHARS) -> WebPage:  # noqa: N803 - OpenClaw's names
+    async def web_fetch(url: str, extractMode: Literal["markdown", "text", "raw"] = "markdown",
+                        maxChars: int = DEFAULT_MAX_CHARS) -> WebPage:  # OpenClaw's names
         """Fetch a web page (http/https) and return its readable text (markdown, text, or raw)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -9,13 +9,14 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from clawsdk_tui.data import EventFollower, Rates, RunSummary, RunWatch, StoreReader
-from clawsdk_tui.messages import ControlDone, DetailUpdate, PollFailed, Polled  # noqa: F401 - where they were
+from clawsdk_tui.messages import ControlDone, DetailUpdate, Polled, PollFailed  # where they were
 from clawsdk_tui.render import clean
 from clawsdk_tui.widgets import HeaderStats
 
@@ -28,7 +29,7 @@ class WatchApp(App):
     Screen { background: $surface; }
     """
     RUNS_EVERY_S = 5.0
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "quit"),
         Binding("question_mark", "help", "help"),
         Binding("n", "follow_newest", "newest run"),

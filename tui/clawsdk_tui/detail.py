@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.reactive import reactive
@@ -66,7 +66,7 @@ class EventItem(Static):
 class RolloutScreen(Screen):
     """One rollout's events as they arrive: model messages, tool calls and results, checks, verdict."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "back"),
         Binding("f", "toggle_follow", "follow"),
         Binding("e", "toggle_folds", "fold/unfold"),

@@ -21,7 +21,7 @@ from textual.content import Content
 from textual.highlight import highlight
 
 from clawsdk._text import JSON_RAW as _JSON_RAW
-from clawsdk._text import clean, lexer_for  # noqa: F401 - the TUI's names for them
+from clawsdk._text import clean, lexer_for  # the TUI's names for them
 
 FOLD_LINES = 12  # bodies longer than this start folded
 MAX_BODY_CHARS = 20_000  # beyond this a body is cut; the full JSON view has everything

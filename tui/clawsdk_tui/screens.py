@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static, TextArea
@@ -35,7 +35,7 @@ def _failures(kinds: dict[str, int]) -> Text:
 class RunsScreen(Screen):
     """Every run in the store: progress, pass rate (per task) so far, throughput, failures by kind."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "rollouts"),
         Binding("escape", "app.quit", "quit", show=False),
     ]
@@ -129,7 +129,7 @@ class RunsScreen(Screen):
         table = self.query_one(DataTable)
         try:
             table.move_cursor(row=table.get_row_index(run_id))
-        except Exception:  # noqa: BLE001 - not on the table yet: the next refresh has it
+        except Exception:  # not on the table yet: the next refresh has it
             self.app.focus_run(run_id)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -147,7 +147,7 @@ class RunsScreen(Screen):
 class RolloutsScreen(Screen):
     """One run's rollouts: sort, filter by status, category and text, jump to the running ones."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "open"),
         Binding("slash", "filter", "filter"),
         Binding("s", "cycle_status", "status"),
@@ -333,7 +333,7 @@ class RolloutsScreen(Screen):
 class JsonScreen(Screen):
     """A rollout's full JSON (row, every event, verdict), as `clawsdk show --json` prints it."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "app.pop_screen", "back"),
         Binding("y", "copy", "copy JSON"),
     ]
@@ -379,7 +379,7 @@ class JsonScreen(Screen):
 class ConfirmScreen(ModalScreen[bool]):
     """Asks before something that cannot be taken back (cancelling a run)."""
 
-    BINDINGS = [Binding("y", "answer(True)", "yes"), Binding("n,escape", "answer(False)", "no")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("y", "answer(True)", "yes"), Binding("n,escape", "answer(False)", "no")]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Static { width: 64; height: auto; border: round $error; background: $panel; padding: 1 2; }
@@ -399,7 +399,7 @@ class ConfirmScreen(ModalScreen[bool]):
 class HelpScreen(ModalScreen):
     """The keys of the screen below, and the app's."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "app.pop_screen", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "app.pop_screen", "close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 64; height: auto; max-height: 90%; border: round $primary;

@@ -10,11 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.events import Click
 from textual.geometry import Size
 from textual.message import Message
@@ -213,7 +214,7 @@ def _fit(text: str, width: int, right: bool) -> str:
 class RolloutTable(ScrollView, can_focus=True):
     """Rollout rows, drawn a screenful at a time. Click a header to sort; click a row twice to open it."""
 
-    COMPONENT_CLASSES = {"rollout-table--header", "rollout-table--cursor", "rollout-table--sorted"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"rollout-table--header", "rollout-table--cursor", "rollout-table--sorted"}
     DEFAULT_CSS = """
     RolloutTable { height: 1fr; }
     RolloutTable > .rollout-table--header { text-style: bold; background: $panel; }
@@ -221,7 +222,7 @@ class RolloutTable(ScrollView, can_focus=True):
     RolloutTable > .rollout-table--cursor { background: $block-cursor-background; }
     RolloutTable:blur > .rollout-table--cursor { background: $block-cursor-blurred-background; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "cursor(-1)", "up", show=False),
         Binding("down", "cursor(1)", "down", show=False),
         Binding("pageup", "page(-1)", "page up", show=False),

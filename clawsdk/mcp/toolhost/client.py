@@ -162,7 +162,7 @@ class ToolHost:
                         started = True
                         task_status.started()
                         await anyio.sleep_forever()
-        except Exception as e:  # noqa: BLE001 - the process or its client ended: said at the next call
+        except Exception as e:  # the process or its client ended: said at the next call
             if not started:
                 raise
             log.debug("tool host %s ended: %s: %s", self.name, type(e).__name__, e)
@@ -264,7 +264,7 @@ class ToolHost:
         with anyio.move_on_after(timeout) as deadline:
             try:
                 return await client.call_tool(name, args), start_s
-            except Exception as e:  # noqa: BLE001 - the process died or broke the protocol mid-call
+            except Exception as e:  # the process died or broke the protocol mid-call
                 failure = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         if deadline.cancelled_caught:
             self._why = "timeout"

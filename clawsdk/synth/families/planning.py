@@ -25,7 +25,7 @@ class ProjectSchedule(Family):
         names = rng.sample(STEPS, k=n)
         tasks = []
         for i, name in enumerate(names):
-            deps = sorted(rng.sample(range(i), k=min(i, rng.randint(0 if i else 0, 2 if level > 1 else 1))))
+            deps = sorted(rng.sample(range(i), k=min(i, rng.randint(0, 2 if level > 1 else 1))))
             tasks.append({"id": f"T{i + 1}", "name": name, "duration": rng.randint(1, 9),
                           "deps": [f"T{d + 1}" for d in deps]})
         start, finish = {}, {}

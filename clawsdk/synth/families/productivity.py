@@ -60,7 +60,7 @@ class MailContacts(Family):
             headers = []
             mentioned = []
 
-            def addrs(ps):
+            def addrs(ps, mentioned):
                 out = []
                 for p in ps:
                     if p is None:
@@ -74,14 +74,14 @@ class MailContacts(Family):
                     names.setdefault(p["email"], None)
                 return out
 
-            headers.append("From: " + (addrs([frm])[0] if frm else f"{owner_first} {owner_last} <{owner}>"))
-            to_list = addrs(to)
+            headers.append("From: " + (addrs([frm], mentioned)[0] if frm else f"{owner_first} {owner_last} <{owner}>"))
+            to_list = addrs(to, mentioned)
             if level == 3 and len(to_list) > 1:
                 headers.append("To: " + ",\n    ".join(to_list))
             else:
                 headers.append("To: " + ", ".join(to_list))
             if cc:
-                headers.append("Cc: " + ", ".join(addrs(cc)))
+                headers.append("Cc: " + ", ".join(addrs(cc, mentioned)))
             for e in {p["email"] for p in mentioned}:
                 counts[e] = counts.get(e, 0) + 1
             when = day + dt.timedelta(days=i)

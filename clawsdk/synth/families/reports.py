@@ -36,7 +36,7 @@ AGGREGATIONS = ("sum", "count", "mean", "max", "top3", "filtered-sum", "monthly-
 
 
 def _fmt(x: float, decimals: int) -> str:
-    return f"{x:.{decimals}f}" if decimals else str(int(round(x)))
+    return f"{x:.{decimals}f}" if decimals else str(round(x))
 
 
 class TableReport(Family):

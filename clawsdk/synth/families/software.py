@@ -42,7 +42,7 @@ class FixFailingTest(Family):
                  f"class {module.title().replace('_', '')}Test(unittest.TestCase):"]
         for m in made:
             tests.append(f"    def test_{m.fn}(self):")
-            for args, want in zip(m.cases, m.expected):
+            for args, want in zip(m.cases, m.expected, strict=True):
                 call = f"{m.fn}({', '.join(repr(a) for a in args)})"
                 op = "assertAlmostEqual" if isinstance(want, float) else "assertEqual"
                 tests.append(f"        self.{op}({call}, {want!r})")
@@ -64,9 +64,9 @@ tests pass. Do not change the tests; they describe the intended behaviour.
         salt = hashlib.sha256(buggy.encode()).hexdigest()[:16]
         # the tests' calls, and as many the tests do not show: a module that answers the shown calls from a
         # table of their asserts fixes nothing, and fails those
-        calls = [(m.fn, args, want) for m in made for args, want in zip(m.cases, m.expected)]
+        calls = [(m.fn, args, want) for m in made for args, want in zip(m.cases, m.expected, strict=True)]
         calls += [(m.fn, args, want) for m in made
-                  for args, want in zip(*bugs.held_out(m, f"{salt}:{m.fn}"))]
+                  for args, want in zip(*bugs.held_out(m, f"{salt}:{m.fn}"), strict=True)]
         cases = [[f"{fn}({', '.join(repr(a) for a in args)})", difftest.digest(salt, want)]
                  for fn, args, want in calls]
         hidden = {"difftest.py": DIFFTEST, "cases.json": json.dumps({"module": module, "salt": salt,
@@ -113,7 +113,10 @@ class SemverBump(Family):
             new = (major, minor + 1, 0)
         else:
             new = (major, minor, patch + 1)
-        sha = lambda: "".join(rng.choice("0123456789abcdef") for _ in range(7))  # noqa: E731
+
+        def sha() -> str:
+            return "".join(rng.choice("0123456789abcdef") for _ in range(7))
+
         log_lines = []
         for k, s, t, b in commits:
             head = k + (f"({s})" if s else "") + ("!" if b else "")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import shlex
-from pathlib import PurePosixPath
 from collections import Counter
+from pathlib import PurePosixPath
 
 from clawsdk.synth.families import pools
 from clawsdk.synth.families.base import Family, Spec, dump_json, exec_, json_check, ls, read, write
-
 
 # source naming pattern -> target rules; a template is one (source, rule) pair
 RENAME_RULES = {

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import anyio
+from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_skill_todo import server
 from mcp import Client
 
 from clawsdk.tasks.model import File, Task
 from clawsdk.testing.skills import assert_skill_conforms
-from clawsdk_plugins.sandbox_local import LocalSandbox
-from clawsdk_skill_todo import server
 
 
 def test_the_skill_passes_the_conformance_kit():

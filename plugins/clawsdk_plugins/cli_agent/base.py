@@ -297,7 +297,7 @@ class CliAgent(Agent):
                 tg.cancel_scope.cancel()
 
             tg.start_soon(work)
-            while events.first_request_at is None and time.monotonic() - started < self.boot_timeout_s:
+            while events.first_request_at is None and time.monotonic() - started < self.boot_timeout_s:  # noqa: ASYNC110 - the proxy stamps it, no event to wait on
                 await anyio.sleep(0.2)
             if events.first_request_at is None:
                 stopped = "boot"

@@ -58,7 +58,7 @@ def _split(line: str) -> tuple[str, dict[str, str], str]:
 
 def zone(name: str | None) -> dt.tzinfo:
     if not name:
-        return dt.timezone.utc
+        return dt.UTC
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as e:
@@ -76,7 +76,7 @@ def parse_value(value: str, params: dict[str, str], tz: dt.tzinfo) -> dt.datetim
     fmt = "%Y%m%dT%H%M%S" if len(m.group(1)) == 15 else "%Y%m%dT%H%M"
     naive = dt.datetime.strptime(m.group(1), fmt)
     if m.group(2):
-        return naive.replace(tzinfo=dt.timezone.utc)
+        return naive.replace(tzinfo=dt.UTC)
     return naive.replace(tzinfo=zone(params["TZID"]) if "TZID" in params else tz)
 
 
@@ -188,7 +188,7 @@ def occurrences(ev: Event, until: dt.datetime | dt.date):
     rule_until = None
     if "UNTIL" in r:
         tz = ev.start.tzinfo if isinstance(ev.start, dt.datetime) else None
-        rule_until = parse_value(r["UNTIL"], {}, tz or dt.timezone.utc)
+        rule_until = parse_value(r["UNTIL"], {}, tz or dt.UTC)
     bydays = [DAYS[d[-2:]] for d in r.get("BYDAY", "").split(",") if d[-2:] in DAYS]
     n = 0
     emitted = 0
@@ -229,8 +229,8 @@ def _after(a, b) -> bool:
 
 def _key(v: dt.datetime | dt.date) -> dt.datetime:
     if isinstance(v, dt.datetime):
-        return v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
-    return dt.datetime(v.year, v.month, v.day, tzinfo=dt.timezone.utc)
+        return v if v.tzinfo else v.replace(tzinfo=dt.UTC)
+    return dt.datetime(v.year, v.month, v.day, tzinfo=dt.UTC)
 
 
 def fmt_value(v: dt.datetime | dt.date) -> tuple[str, str]:
@@ -244,7 +244,7 @@ def fmt_value(v: dt.datetime | dt.date) -> tuple[str, str]:
     key = getattr(v.tzinfo, "key", None)
     if key:
         return f";TZID={key}", v.strftime("%Y%m%dT%H%M%S")
-    return "", v.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return "", v.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def fold(line: str) -> str:

@@ -106,13 +106,13 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                               query: str | None = None, timezone: str | None = None) -> EventList:
         """Events of an .ics file between start and end (ISO dates/date-times; recurring events expanded)."""
         events, tz, tzname = await load(path, timezone)
-        lo = _as_dt(parse_when(start, tz), tz) if start else dt.datetime(1900, 1, 1, tzinfo=dt.timezone.utc)
+        lo = _as_dt(parse_when(start, tz), tz) if start else dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
         hi = _as_dt(parse_when(end, tz), tz, end_of_day=len(end.strip()) == 10) if end else None
         if hi is None:
             if any(e.rrule and "COUNT" not in e.rrule and "UNTIL" not in e.rrule for e in events):
-                hi = lo + dt.timedelta(days=366) if start else dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=366)
+                hi = lo + dt.timedelta(days=366) if start else dt.datetime.now(dt.UTC) + dt.timedelta(days=366)
             else:
-                hi = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
+                hi = dt.datetime(9999, 1, 1, tzinfo=dt.UTC)
         out = []
         for ev, occ, occ_end in expand(events, tz, lo, hi):
             text = " ".join(filter(None, [ev.summary, ev.location, ev.description])).lower()
@@ -159,7 +159,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         if any(ev.uid == new_uid for ev in events):
             raise ToolError(f"an event with UID {new_uid} already exists")
         lines = ics.event_lines(new_uid, summary, s, e, location, description, attendees,
-                                dt.datetime.now(dt.timezone.utc))
+                                dt.datetime.now(dt.UTC))
         body = text.replace("\r\n", "\n").rstrip("\n").split("\n")
         idx = max(i for i, line in enumerate(body) if line.strip().upper() == "END:VCALENDAR")
         body[idx:idx] = lines
@@ -216,7 +216,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                 tz, tzname = etz, name
             lo = dt.datetime(d0.year, d0.month, d0.day, tzinfo=tz)
             hi = dt.datetime(d1.year, d1.month, d1.day, tzinfo=tz) + dt.timedelta(days=1)
-            for ev, occ, occ_end in expand(events, tz, lo, hi):
+            for _ev, occ, occ_end in expand(events, tz, lo, hi):
                 s = _as_dt(occ, tz)
                 e = _as_dt(occ_end, tz) if occ_end is not None else s
                 busy.append((s, e))

@@ -108,7 +108,7 @@ def pdf_text(data: bytes, path: str, page: int = 1) -> tuple[str, str | None]:
                  for n in range(first, last + 1)]
     except (ToolError, MemoryError):  # out of memory: the tool host says so, with its limit
         raise
-    except Exception as e:  # noqa: BLE001 - pypdf raises many kinds on a broken file
+    except Exception as e:  # pypdf raises many kinds on a broken file
         raise ToolError(f"{path}: could not read the PDF ({type(e).__name__}: {e})") from e
     note = None
     if last < total:

@@ -121,7 +121,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
 
     @srv.tool()
     @tool_errors
-    async def git_commit(message: str, repo: str = ".", all: bool = False) -> str:  # noqa: A002
+    async def git_commit(message: str, repo: str = ".", all: bool = False) -> str:
         """Commit the staged changes (all=true stages every tracked change first)."""
         if not message.strip():
             raise ToolError("a commit needs a message")

@@ -89,7 +89,7 @@ def _date(msg: email.message.Message) -> dt.datetime | None:
         d = email.utils.parsedate_to_datetime(str(raw))
     except (TypeError, ValueError):
         return None
-    return d if d.tzinfo else d.replace(tzinfo=dt.timezone.utc)
+    return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
 
 
 def headers_of(data: bytes) -> email.message.Message:
@@ -145,7 +145,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
             mid = e.path if base == "." else e.path[len(base) + 1:]
             data = await sandbox.read_capped(e.path)
             out.append((mid, data, headers_of(data)))
-        out.sort(key=lambda x: (_date(x[2]) or dt.datetime.min.replace(tzinfo=dt.timezone.utc), x[0]))
+        out.sort(key=lambda x: (_date(x[2]) or dt.datetime.min.replace(tzinfo=dt.UTC), x[0]))
         return out
 
     def parsed(data: bytes) -> email.message.Message:
@@ -169,7 +169,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
 
     @srv.tool()
     @tool_errors
-    async def mail_read(id: str) -> Message:  # noqa: A002
+    async def mail_read(id: str) -> Message:
         """One message: its headers, text body (HTML turned to text) and attachment names."""
         msg = await load(id)
         body, att = body_of(msg)
@@ -185,8 +185,8 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
                           limit: int = 50) -> MessageList:
         """Messages matching every given filter: query (subject or body text), sender, recipient (To/Cc),
         since/until (ISO dates, inclusive). folder: one folder, or every folder when omitted."""
-        lo = dt.datetime.fromisoformat(since).replace(tzinfo=dt.timezone.utc) if since else None
-        hi = (dt.datetime.fromisoformat(until[:10]) + dt.timedelta(days=1)).replace(tzinfo=dt.timezone.utc) \
+        lo = dt.datetime.fromisoformat(since).replace(tzinfo=dt.UTC) if since else None
+        hi = (dt.datetime.fromisoformat(until[:10]) + dt.timedelta(days=1)).replace(tzinfo=dt.UTC) \
             if until else None
         hits = []
         for mid, data, head in await messages(folder):
@@ -244,7 +244,7 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
             raise ToolError(f"{draft_id!r} is not a draft; save one with mail_draft, then send its id")
         msg = await load(draft_id)
         if "Date" not in msg:
-            msg["Date"] = email.utils.format_datetime(dt.datetime.now(dt.timezone.utc))
+            msg["Date"] = email.utils.format_datetime(dt.datetime.now(dt.UTC))
         base = await root()
         target = "outbox/" + draft_id.split("/", 1)[1]
         await sandbox.write(join(base, target), msg.as_bytes())

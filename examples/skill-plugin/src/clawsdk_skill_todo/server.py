@@ -43,7 +43,7 @@ def server(sandbox: Any, task: Any = None):
 
     @srv.tool()
     @tool_errors
-    async def todo_list(all: bool = False) -> list[Item]:  # noqa: A002
+    async def todo_list(all: bool = False) -> list[Item]:
         """The items of todo.txt with their numbers: open ones by priority, or every item with all=true."""
         items = [parse(line, n) for n, line in enumerate(await lines(), 1) if line.strip()]
         if not all:
