@@ -173,7 +173,8 @@ def test_show_prints_the_harness_command_not_exec_none(tmp_path, db):
     out = subprocess.run([CLAWSDK, "show", outcome.rollout_id, "--db", str(db)], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
-    assert "exec echo done > done.txt" in out.stdout and "exec None" not in out.stdout
+    # the harness's command as `show` renders an exec: `$ COMMAND`, never `$ None`
+    assert "$ echo done > done.txt" in out.stdout and "None" not in out.stdout
 
 
 def test_a_harness_the_sandbox_refuses_is_an_unscored_setup_failure(tmp_path, db):
