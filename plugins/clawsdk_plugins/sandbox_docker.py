@@ -488,8 +488,8 @@ class DockerProcess(SandboxProcess):
         self._code: int | None = None
         self._pid: int | None = None
 
-    @property  # type: ignore[override]
-    def returncode(self) -> int | None:
+    @property
+    def returncode(self) -> int | None:  # type: ignore[override]  # read-only here: the exec's end sets it
         return self._code
 
     def stderr_tail(self) -> str:
