@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, overload
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+@overload
+def printable(value: str) -> str: ...
+@overload
+def printable(value: None) -> None: ...
 def printable(value: str | None) -> str | None:
     """`value` with each lone surrogate as U+FFFD (ASCII text returns as it is, at once)."""
     return _LONE_SURROGATE.sub("\ufffd", value) if value and not value.isascii() else value

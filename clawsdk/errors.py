@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
 from enum import Enum
 
 
@@ -71,7 +72,7 @@ class ContextOverflow(ModelError):
     SETUP_HINT = (" (the opening prompt: serve the model with a longer context window, e.g. vLLM's "
                   "--max-model-len, or lower max_tokens)")
 
-    def __init__(self, message: str, messages: list = (), *, window: int | None = None,
+    def __init__(self, message: str, messages: Sequence = (), *, window: int | None = None,
                  prompt_tokens: int | None = None):
         grown = any(isinstance(m, dict) and m.get("role") in ("assistant", "tool") for m in messages)
         if not grown and not message.endswith(self.SETUP_HINT):
@@ -116,7 +117,7 @@ class FileTooLarge(OSError):
         self.size, self.limit = size, limit
 
     def __str__(self) -> str:
-        return self.strerror
+        return self.strerror or ""
 
 
 class TaskFormatError(ClawError):

@@ -62,7 +62,7 @@ def compare_runs(a: RunData, b: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, see
     only_b = sorted(tb[h].id for h in set(tb) - set(ta))
     if only_a or only_b:
         warnings.append(f"{len(only_a)} task(s) only in A and {len(only_b)} only in B are left out")
-    opts = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
+    opts: dict[str, Any] = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
 
     def weight(h: str) -> float:
         return ta[h].weight  # the same benchmark gives both the same weight
@@ -103,7 +103,7 @@ def compare_runs(a: RunData, b: RunData, *, n_boot: int = DEFAULT_BOOTSTRAP, see
         direction = "up" if pa < flip_at <= pb else "down" if pb < flip_at <= pa else None
         if direction is None:
             continue
-        supported = task_holm.get(h) is not None and task_holm[h] < alpha  # type: ignore[operator]
+        supported = task_holm.get(h) is not None and task_holm[h] < alpha
         if supported:
             flips["improved" if direction == "up" else "regressed"].append(row(h))
         else:

@@ -331,7 +331,7 @@ def paired_test(a: Sequence[float], b: Sequence[float], weights: Sequence[float]
     n = len(a)
     w = list(weights) if weights is not None else [1.0] * n
     if n == 0:
-        return PairedTest(0, None, None, None, None, None, None, None, None)
+        return PairedTest(0, None, None, None, None, None, None, None)
     diffs = [y - x for x, y in zip(a, b, strict=True)]
     flips = _sign_flips(diffs, w, n_perm=n_perm, seed=seed)
     unit = _unit(a) and _unit(b)

@@ -233,8 +233,8 @@ def terminal(r: dict, console: Console | None = None) -> None:
     o = r["overall"]
     table.add_row(Text("all", style="bold"), tasks_cell(r, o, overall=True), *[f(o) for _, f in cols])
     console.print(table)
-    if category_note(r):
-        console.print(Text(category_note(r), style="dim"))
+    if note := category_note(r):
+        console.print(Text(note, style="dim"))
 
     parts = []
     if r["subscores"]:
@@ -323,8 +323,8 @@ def markdown(r: dict, *, title: str | None = None) -> str:
     o = r["overall"]
     rows.append(["**all**", tasks_cell(r, o, overall=True), *[f"**{f(o)}**" for _, f in cols]])
     out.append(_md_table(["category", "tasks", *[n for n, _ in cols]], rows))
-    if category_note(r):
-        out += ["", category_note(r)]
+    if note := category_note(r):
+        out += ["", note]
     if r["subscores"]:
         out += ["", "## Sub-scores", ""]
         out.append(_md_table(["sub-score", "tasks", "mean", "spread"], subscore_rows(r["subscores"])))

@@ -107,7 +107,7 @@ def _worst_case(data: RunData, overall: dict, *, n_boot: int, seed: int, confide
 def build_report(data: RunData, *, ks: list[int] | None = None, n_boot: int = DEFAULT_BOOTSTRAP,
                  seed: int = DEFAULT_SEED, confidence: float = 0.95) -> dict[str, Any]:
     ks = sorted(set(ks or default_ks(data.k)))
-    opts = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
+    opts: dict[str, Any] = {"n_boot": n_boot, "seed": seed, "confidence": confidence}
     cats: dict[str, list[TaskSamples]] = {}
     for t in data.tasks:
         cats.setdefault(t.category or "(none)", []).append(t)

@@ -249,8 +249,8 @@ def load_run(store: Store, run_id: str, manifest: Manifest | None = None, k: int
             tasks[key(t.id, t.hash)] = TaskSamples(hash=t.hash, id=t.id, category=t.category, weight=t.weight)
     else:  # every task the run was given, so one that never started counts as missing
         for task_id, h in (config.get("tasks") or {}).items():
-            for t in store.query("SELECT category FROM tasks WHERE hash = ?", [h]):
-                tasks[key(task_id, h)] = TaskSamples(hash=h, id=task_id, category=t["category"])
+            for row in store.query("SELECT category FROM tasks WHERE hash = ?", [h]):
+                tasks[key(task_id, h)] = TaskSamples(hash=h, id=task_id, category=row["category"])
     finished: list[dict] = []
     kinds: Counter = Counter()
     models: set[str] = set()

@@ -141,6 +141,8 @@ async def bench_run(
 
     # before anything is recorded: a root that cannot hold workspaces makes every rollout unscored
     check_root(sandbox_config.root if sandbox_config else None)
+    extra: list[Task]
+    errors: list[TaskFormatError]
     if isinstance(benchmark, Manifest):
         manifest, extra, errors = benchmark, [], []
     else:

@@ -147,7 +147,7 @@ def render_event(e: dict, full: bool, calls: dict[int, dict]) -> list[Renderable
         return [_head(e, ("model request", "magenta"),
                       (f" ({len(msgs)} messages; last: {last.get('role', '')})", "dim"))]
     if kind == "model_response":
-        msg = p.get("message") if isinstance(p.get("message"), dict) else {}
+        msg = got if isinstance(got := p.get("message"), dict) else {}
         out: list[RenderableType] = [_head(e, ("model", "magenta"))]
         if msg.get("content"):
             out.append(body(msg["content"], full, "markdown"))

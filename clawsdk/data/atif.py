@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,7 @@ def _text(content: Any) -> str:
 
 
 def to_atif(rollout: dict[str, Any], events: list[dict[str, Any]], *, tools: list[dict] | None = None,
-            preamble: list[dict[str, Any]] = (), verdict: dict | None = None, version: str = "") -> dict:
+            preamble: Sequence[dict[str, Any]] = (), verdict: dict | None = None, version: str = "") -> dict:
     """The ATIF document of one rollout attempt: `events` as the store holds them; `preamble` the system and
     user messages that framed it where no model request records them (a rollout without a model)."""
     header = next((e["payload"].get("atif") for e in events
@@ -237,12 +237,13 @@ def to_atif(rollout: dict[str, Any], events: list[dict[str, Any]], *, tools: lis
             framing(p.get("messages") or [])
         elif kind == "model_response":
             msg = p.get("message") or {}
-            step = {"source": "agent", "timestamp": ts, "message": _text(msg.get("content")), "llm_call_count": 1}
+            step: dict[str, Any] = {"source": "agent", "timestamp": ts, "message": _text(msg.get("content")),
+                                    "llm_call_count": 1}
             if p.get("model"):
                 step["model_name"] = str(p["model"])
             if msg.get("reasoning_content"):
                 step["reasoning_content"] = str(msg["reasoning_content"])
-            calls = []
+            calls: list[dict[str, Any]] = []
             for j, c in enumerate(msg.get("tool_calls") or []):
                 fn = c.get("function") or {}
                 calls.append({"tool_call_id": str(c.get("id") or f"call_{e['seq']}_{j}"),
@@ -271,7 +272,7 @@ def to_atif(rollout: dict[str, Any], events: list[dict[str, Any]], *, tools: lis
                 cid = str(p.get("id") or f"call_{e['seq']}")
                 step = add({"source": "agent", "timestamp": ts, "message": "", "llm_call_count": 0,
                             "tool_calls": [{"tool_call_id": cid, "function_name": name,
-                                            "arguments": p.get("args") if isinstance(p.get("args"), dict) else {}}]})
+                                            "arguments": got if isinstance(got := p.get("args"), dict) else {}}]})
                 by_seq[e["seq"]] = (step, cid)
         elif kind == "tool_result":
             found = by_seq.get(p.get("call"))
@@ -474,7 +475,7 @@ def import_atif(store: Any, path: Path, *, run_id: str, tasks: dict[str, Any] | 
     for where, doc in docs:
         ours = (doc.get("extra") or {}).get("clawsdk") or {}
         events, instruction = _events(doc)
-        task = tasks.get(ours.get("task_id"))
+        task = tasks.get(ours.get("task_id") or "")
         if task is None:
             digest = hashlib.sha256(json.dumps(doc["steps"], sort_keys=True).encode()).hexdigest()[:12]
             task = Task(id=str(ours.get("task_id") or f"atif-{digest}"), instruction=instruction or "(none)",

@@ -38,7 +38,7 @@ class Call:
     @property
     def answered(self) -> bool:
         r = self.response
-        return bool(r) and isinstance(r.get("message"), dict) and "error" not in r
+        return r is not None and isinstance(r.get("message"), dict) and "error" not in r
 
 
 def _text(content: Any) -> str:
@@ -50,7 +50,7 @@ def _text(content: Any) -> str:
 def message_key(m: dict[str, Any]) -> str:
     """A message as the model reads it, for comparing turns across calls."""
     calls = [[(c.get("function") or c).get("name"), toolcalls.arguments_of(c)] for c in m.get("tool_calls") or []]
-    role = {"developer": "system"}.get(m.get("role"), m.get("role"))
+    role = {"developer": "system"}.get(m.get("role") or "", m.get("role"))
     return json.dumps([role, _text(m.get("content")).strip(), calls], sort_keys=True, ensure_ascii=False)
 
 
@@ -73,7 +73,7 @@ def call_tree(events: list[dict[str, Any]]) -> list[Call]:
             pending.pop(0).response = e["payload"]
     by_seq = {c.seq: c for c in calls}
     keys = {c.seq: _keys(c.request) for c in calls}
-    answers = {c.seq: message_key({**c.response["message"], "role": "assistant"}) for c in calls if c.answered}
+    answers = {c.seq: message_key({**c.response["message"], "role": "assistant"}) for c in calls if c.answered and c.response}
     first_with: dict[str, int] = {}  # prompt -> the first call with it
     for i, call in enumerate(calls):
         mine = keys[call.seq]

@@ -282,7 +282,7 @@ def export_sft(
     if tokenizer is not None:
         tokens = control_tokens(tokenizer)
         for c in result.kept:
-            found = find_control_token({"messages": c.trajectory.messages, "tools": c.trajectory.tools}, tokens)
+            found = find_control_token({"messages": c.traj.messages, "tools": c.traj.tools}, tokens)
             if found:
                 whose = "" if found[0] in CONTROL_TOKENS else " (a special token of the tokenizer)"
                 c.keep, c.reason = False, f"control_tokens: {found[0]!r} in {found[1]}{whose}"
@@ -292,7 +292,7 @@ def export_sft(
         max_length = _context_of(tokenizer) or DEFAULT_MAX_LENGTH
     rows, lin, lengths = [], [], []
     for i, c in enumerate(result.kept):
-        messages, tools = _styled(c.trajectory.messages, c.trajectory.tools, style)
+        messages, tools = _styled(c.traj.messages, c.traj.tools, style)
         row = {"messages": messages, **_meta(c)}
         if tools is not None:
             row["tools"] = tools
@@ -329,7 +329,7 @@ def _length(c: Candidate, tokenizer: Any) -> int:
         return c.tokens
     from clawsdk.data.tokenize import encode_chat
 
-    return len(encode_chat(tokenizer, c.trajectory.messages, c.trajectory.tools)[0])
+    return len(encode_chat(tokenizer, c.traj.messages, c.traj.tools)[0])
 
 
 def export_preferences(
@@ -361,25 +361,26 @@ def export_preferences(
             and c.trajectory.n_assistant_turns
         ):
             by_task[c.rollout["task_hash"]].append(c)
-    rows, lin = [], []
+    rows: list[dict[str, Any]] = []
+    lin = []
     with_chosen = apart = 0
     for task_hash, group in by_task.items():
-        group.sort(key=lambda c: (-c.reward, c.trajectory.n_assistant_turns, c.tokens))
-        if group[0].reward < min_chosen:
+        group.sort(key=lambda c: (-c.score, c.traj.n_assistant_turns, c.tokens))
+        if group[0].score < min_chosen:
             continue
         with_chosen += 1
         # a row has one prompt and one tool list: a rejected answer given to another prompt, or calling
         # tools the row does not offer, would teach the model about a conversation it never sees
         shown: dict[str, list[Candidate]] = defaultdict(list)
         for c in group:  # each keeps the order of `group`, the best first
-            shown[_prompt_key(c.trajectory)].append(c)
-        pairs = [(g[0], c) for g in shown.values() if g[0].reward >= min_chosen
-                 for c in reversed(g) if c is not g[0] and c.reward <= g[0].reward - margin]
-        if not pairs and group[-1].reward <= group[0].reward - margin:
+            shown[_prompt_key(c.traj)].append(c)
+        pairs = [(g[0], c) for g in shown.values() if g[0].score >= min_chosen
+                 for c in reversed(g) if c is not g[0] and c.score <= g[0].score - margin]
+        if not pairs and group[-1].score <= group[0].score - margin:
             apart += 1
         for best, c in pairs[:pairs_per_task]:
-            chosen, tools = _styled(best.trajectory.messages, best.trajectory.tools, style)
-            rejected, _ = _styled(c.trajectory.messages, c.trajectory.tools, style)
+            chosen, tools = _styled(best.traj.messages, best.traj.tools, style)
+            rejected, _ = _styled(c.traj.messages, c.traj.tools, style)
             row = {
                 "prompt": chosen[: _n_prompt(chosen)],
                 "chosen": chosen[_n_prompt(chosen) :],
@@ -388,8 +389,8 @@ def export_preferences(
                 "task_hash": task_hash,
                 "chosen_rollout_id": best.rollout["id"],
                 "rejected_rollout_id": c.rollout["id"],
-                "chosen_reward": best.reward,
-                "rejected_reward": c.reward,
+                "chosen_reward": best.score,
+                "rejected_reward": c.score,
             }
             if tools is not None:
                 row["tools"] = tools
@@ -434,7 +435,7 @@ def _no_pairs(candidates: list[Candidate], by_task: dict[str, list[Candidate]], 
                 f"turn (infrastructure failures are unscored; a pair needs two scored conversations)")
     n_tasks = len(by_task)
     if not with_chosen:
-        best = max(c.reward for group in by_task.values() for c in group)
+        best = max(c.score for group in by_task.values() for c in group)
         return (f"no preference pairs: no task had a rollout scoring at least --min-chosen {min_chosen} "
                 f"({n_tasks} tasks; the best reward was {best:.2f})")
     if apart:

@@ -125,7 +125,8 @@ def export_tokens(store: Any, result: Any, out: str | Path, *, name: str, format
 
     if not result.kept:
         raise EmptyExport(explain_empty_selection(result))
-    rows, lin, dropped = [], [], {}
+    rows: list[dict[str, Any]] = []
+    lin, dropped = [], {}
     for c in result.kept:
         r = c.rollout
         events = store.events(r["id"], attempt=r["attempt"])

@@ -70,7 +70,8 @@ def row_problem(row: Any, kind: str) -> tuple[str, str] | None:
     for i, tool in enumerate(tools or []):
         fn = tool.get("function") if isinstance(tool, dict) else None
         name = fn.get("name") if isinstance(fn, dict) else None
-        if (not isinstance(name, str) or not name.strip() or tool.get("type", "function") != "function"
+        if (not isinstance(fn, dict) or not isinstance(name, str) or not name.strip()
+                or tool.get("type", "function") != "function"
                 or not isinstance(fn.get("parameters") or {}, dict)):
             return f"tools[{i}]: not a function spec", _TOOL_SHAPE
     return None

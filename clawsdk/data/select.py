@@ -60,6 +60,18 @@ class Candidate:
     def rollout_id(self) -> str:
         return self.rollout["id"]
 
+    @property
+    def traj(self) -> Trajectory:
+        """The trajectory of a candidate past the filters (kept, or paired): those without one are dropped."""
+        assert self.trajectory is not None, f"rollout {self.rollout_id}: no trajectory past the filters"
+        return self.trajectory
+
+    @property
+    def score(self) -> float:
+        """The reward of a candidate past the filters: an unscored rollout is dropped."""
+        assert self.reward is not None, f"rollout {self.rollout_id}: no reward past the filters"
+        return self.reward
+
 
 @dataclass
 class SelectionResult:
@@ -274,7 +286,7 @@ def select(
             else None
         )
         for c in group:
-            sig = c.trajectory.signature()
+            sig = c.traj.signature()
             if s.dedup and sig in seen:
                 c.reason = "dedup: the same tool calls as a kept trajectory of this task"
             elif cap is not None and kept >= cap:

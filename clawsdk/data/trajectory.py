@@ -117,7 +117,7 @@ def _message(message: dict[str, Any], where: str) -> dict[str, Any]:
     """A recorded message with the roles and fields a chat dataset has: `developer` is `system`, a
     legacy `function_call` is a tool call and a `function` message its result, and an assistant turn
     with only a refusal says the refusal (what the model said)."""
-    role = {"developer": "system", "function": "tool"}.get(message.get("role"), message.get("role"))
+    role = {"developer": "system", "function": "tool"}.get(message.get("role") or "", message.get("role"))
     out = {**message, "role": role, "content": _text(message.get("content"), f"{where}.content")}
     if role == "assistant":
         if not out.get("tool_calls") and isinstance(message.get("function_call"), dict):
@@ -347,15 +347,15 @@ def trajectory_from_events(
         raise ValueError(f"rollout {rid} has no model events: pass the task's tool listing to rebuild it")
     tools, instructions = listing
     tools = list(tools)
-    names = {t["function"]["name"] for t in tools}
-    if style.finish_tool and "finish" not in names:
+    offered = {t["function"]["name"] for t in tools}
+    if style.finish_tool and "finish" not in offered:
         from clawsdk.models.prompt import FINISH_TOOL
 
         tools.append(FINISH_TOOL)
     system = [style.resolved_system_prompt().strip()]
     for server, text in instructions.items():
         system.append(f"## {server}\n{text.strip()}")
-    messages: list[dict[str, Any]] = [
+    messages = [
         {"role": "system", "content": "\n\n".join(system)},
         {"role": "user", "content": instruction or ""},
     ]

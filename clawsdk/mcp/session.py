@@ -12,7 +12,7 @@ import logging
 import math
 import reprlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,7 +145,7 @@ class ToolSession:
     @classmethod
     @contextlib.asynccontextmanager
     async def open(
-        cls, servers: list[tuple[str, Any] | ToolSource], recorder: Recorder, limits: Limits | None = None,
+        cls, servers: Sequence[tuple[str, Any] | ToolSource], recorder: Recorder, limits: Limits | None = None,
         policy: ToolPolicy | None = None, sandbox: Any = None, task: Task | None = None,
     ) -> AsyncIterator[ToolSession]:
         """Connect to each server in order; a later tool whose name is taken becomes SERVER__NAME.

@@ -122,7 +122,7 @@ def read_completion(data: Any) -> Completion:
             value = raw_usage.get(key)
             if value is not None:
                 usage[key] = _expect(value, int, f"usage.{key}", "an integer")
-    logprobs = None
+    logprobs: list | None = None
     lp = choice.get("logprobs")
     if lp is not None:
         _expect(lp, dict, "choices[0].logprobs", "an object")

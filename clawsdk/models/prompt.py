@@ -8,12 +8,14 @@ the tool-call format in `toolcalls`) because both the agent plugin and `clawsdk.
 
 from __future__ import annotations
 
+from typing import Any
+
 SYSTEM_PROMPT = """You are a careful assistant that completes the user's task inside a workspace folder.
 Use the tools to look at files, run commands and write the results the task asks for. Paths are relative to the workspace.
 Work step by step: call one tool, read its result, then decide the next step.
 When the task is done, call `finish` with a one-line summary."""
 
-FINISH_TOOL = {
+FINISH_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "finish",

@@ -170,7 +170,7 @@ def render_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]] 
         else:
             out.insert(0, {"role": "system", "content": section})
     for m in out:
-        m.pop("_tool", None)  # type: ignore[misc]
+        m.pop("_tool", None)
     return out
 
 

@@ -29,7 +29,7 @@ BILLING_HEADER = "x-anthropic-billing-header:"
 
 
 def _image(block: dict[str, Any]) -> dict[str, Any] | None:
-    src = block.get("source") if isinstance(block.get("source"), dict) else {}
+    src = got if isinstance(got := block.get("source"), dict) else {}
     if src.get("type") == "base64":
         return {"type": "image_url", "image_url": {"url": f"data:{src.get('media_type')};base64,{src.get('data')}"}}
     if src.get("type") == "url":
@@ -155,7 +155,7 @@ class AnthropicMessages(Protocol):
             chat["tools"] = tools
         choice = body.get("tool_choice")
         if isinstance(choice, dict) and tools:
-            chat["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}.get(choice.get("type")) or \
+            chat["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}.get(choice.get("type") or "") or \
                 {"type": "function", "function": {"name": choice.get("name")}}
             if choice.get("disable_parallel_tool_use"):
                 chat["parallel_tool_calls"] = False
@@ -217,7 +217,7 @@ class _MessagesStream(Stream):
 
     def _start(self, chunk: dict[str, Any]) -> bytes:
         self.started = True
-        msg = {"id": _message_id(chunk.get("id")), "type": "message", "role": "assistant",
+        msg: dict[str, Any] = {"id": _message_id(chunk.get("id")), "type": "message", "role": "assistant",
                "model": chunk.get("model") or self.model, "content": [], "stop_reason": None, "stop_sequence": None,
                "usage": {"input_tokens": 0, "output_tokens": 0}}
         return sse({"type": "message_start", "message": msg}, "message_start")
@@ -243,7 +243,7 @@ class _MessagesStream(Stream):
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            delta = got if isinstance(got := choice.get("delta"), dict) else {}
             thought = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(thought, str) and thought:
                 if self.open != ("thinking", 0):
@@ -258,7 +258,7 @@ class _MessagesStream(Stream):
                     continue
                 self.tool_calls = True
                 at = tc.get("index", 0)
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = got if isinstance(got := tc.get("function"), dict) else {}
                 if self.open != ("tool", at):
                     out += self._open(("tool", at), {"type": "tool_use", "id": tc.get("id") or _tool_id(),
                                                      "name": fn.get("name") or "", "input": {}})
@@ -270,7 +270,7 @@ class _MessagesStream(Stream):
         out = b"" if self.started else self._start({"model": self.model})
         out += self._close()
         usage = answer.get("usage") or {}
-        stop = "tool_use" if self.tool_calls else STOP_REASONS.get(answer.get("finish_reason"), "end_turn")
+        stop = "tool_use" if self.tool_calls else STOP_REASONS.get(answer.get("finish_reason") or "", "end_turn")
         out += sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                     "usage": {"input_tokens": usage.get("prompt_tokens", 0),
                               "output_tokens": usage.get("completion_tokens", 0)}}, "message_delta")

@@ -352,8 +352,8 @@ class ModelProxy:
                 await send({"type": "http.response.body", "body": translator.fail(msg), "more_body": False})
             else:  # mid-stream: a last event says why it stops, then the stream ends cleanly
                 lead = "\n\n" if buffer else ""  # ends an event the upstream left half sent
-                event = f"{lead}data: {json.dumps(error)}\n\n".encode()
-                await send({"type": "http.response.body", "body": event, "more_body": False})
+                last = f"{lead}data: {json.dumps(error)}\n\n".encode()
+                await send({"type": "http.response.body", "body": last, "more_body": False})
 
 
 class _Call:

@@ -33,7 +33,7 @@ def merge_delta(acc: dict[str, Any], delta: dict[str, Any]) -> None:
         slot = calls[idx]
         if isinstance(tc.get("id"), str):
             slot["id"] = tc["id"]
-        fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+        fn = got if isinstance(got := tc.get("function"), dict) else {}
         for key in ("name", "arguments"):
             if isinstance(fn.get(key), str):
                 slot["function"][key] += fn[key]

@@ -253,7 +253,7 @@ class _ResponsesStream(Stream):
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+            delta = got if isinstance(got := choice.get("delta"), dict) else {}
             if isinstance(delta.get("content"), str) and delta["content"]:
                 if self.text is None:
                     self.text = {"id": _id("msg"), "index": len(self.items), "text": ""}
@@ -271,7 +271,7 @@ class _ResponsesStream(Stream):
                     continue
                 out += self._end_text()
                 at = tc.get("index", 0)
-                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = got if isinstance(got := tc.get("function"), dict) else {}
                 call = self.calls.get(at)
                 if call is None:
                     call = self.calls[at] = {"id": _id("fc"), "index": len(self.items), "call_id": tc.get("id"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,15 +46,16 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
     async with lifecycle:
         # the run and the task are in before the rollout claims its row beside them
         await lifecycle.record_tasks([task])
-        _, rid = await anyio.to_thread.run_sync(claim)
-        lifecycle.started(rid)
-        recorder = Recorder(lifecycle.writer, rid, 0)
+        _, claimed = await anyio.to_thread.run_sync(claim)
+        rid = claimed
+        lifecycle.started(claimed)
+        recorder = Recorder(lifecycle.writer, claimed, 0)
         tok = proxy.register(recorder, token)
         try:
-            with anyio.open_signal_receiver(2, 15) as signals:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async with serving(proxy, host, port) as url, anyio.create_task_group() as tg:
                     if on_ready is not None:
-                        on_ready(url + "/v1", tok, rid)
+                        on_ready(url + "/v1", tok, claimed)
                     # calls nobody records must not go on
                     tg.start_soon(lifecycle.on_store_failure, lambda _why: tg.cancel_scope.cancel())
                     async for _ in signals:

@@ -157,7 +157,9 @@ def completion_of(response: ChatResponse, model: str) -> dict[str, Any]:
     if response.completion_token_ids is not None:
         choice["token_ids"] = list(response.completion_token_ids)
     if response.logprobs is not None:
-        ids = response.completion_token_ids or [None] * len(response.logprobs)
+        ids: list[int | None] = [None] * len(response.logprobs)
+        if response.completion_token_ids:
+            ids = list(response.completion_token_ids)
         choice["logprobs"] = {"content": [{"token": f"token_id:{t}", "logprob": lp, "bytes": None, "top_logprobs": []}
                                           for t, lp in zip(ids, response.logprobs, strict=True)]}
     out: dict[str, Any] = {"id": f"chatcmpl-{secrets.token_hex(8)}", "object": "chat.completion",
@@ -187,7 +189,7 @@ def chunks_of(completion: dict[str, Any]) -> list[dict[str, Any]]:
         if key in choice:
             last[key] = choice[key]
     chunks.append({**base, "choices": [last]})
-    tail = {**base, "choices": [], "usage": completion.get("usage")}
+    tail: dict[str, Any] = {**base, "choices": [], "usage": completion.get("usage")}
     if "prompt_token_ids" in completion:
         tail["prompt_token_ids"] = completion["prompt_token_ids"]
     chunks.append(tail)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,7 @@ class Agent(abc.ABC):
     async def run(self, ctx: AgentContext) -> None:
         """Work the task. Raise AgentError (or any error) to fail; ModelError for backend failures."""
 
-    def preflight(self, tasks: Sequence[Task], sandbox: str) -> None:
+    def preflight(self, tasks: Sequence[Task], sandbox: str) -> Awaitable[None] | None:
         """Raise ValueError, before any rollout or store write, when this agent cannot work these tasks on
         this sandbox at all (the oracle without solutions, a CLI agent on a sandbox it cannot run in): one clear
         error, not the same failure in every rollout. It may be a coroutine (an agent that asks its model server

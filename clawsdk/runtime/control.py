@@ -89,7 +89,7 @@ Handler = Callable[[dict, Peer], Awaitable[dict]]
 
 
 async def serve_control(path: Path, store_file: Path, handler: Handler, *,
-                task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
+                task_status: anyio.abc.TaskStatus[Path] = anyio.TASK_STATUS_IGNORED) -> None:
     """Listen on `path` until cancelled, with `store_file`'s owner and permissions; each request goes to
     `handler(request, peer)`. The socket is removed when it stops."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -325,6 +325,7 @@ class Steering:
             raise ValueError("ceiling bounds -c auto, and this run has no controller")
         done = []
         if "ceiling" in settings:
+            assert c is not None  # refused above
             c.ceiling = int(settings["ceiling"])
             if not c.fixed and self.slots.level > c.ceiling:
                 self.slots.level = c.ceiling
@@ -341,6 +342,7 @@ class Steering:
                 self.slots.level = int(value)
             done.append(f"concurrency={value}")
         if "verifiers" in settings:
+            assert self.verifiers is not None  # refused above
             self.verifiers.total_tokens = int(settings["verifiers"])
             done.append(f"verifiers={settings['verifiers']}")
         return done

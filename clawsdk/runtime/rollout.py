@@ -223,8 +223,9 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         verdict = getattr(exc, "partial_verdict", None)
         retryable = getattr(exc, "retryable", True)
         event = {"kind": kind.value, "message": error}
-        if getattr(exc, "raw", None) is not None:  # what a model backend answered, when that was the problem
-            event["raw"] = exc.raw
+        # what a model backend answered, when that was the problem
+        if (answered := getattr(exc, "raw", None)) is not None:
+            event["raw"] = answered
         with anyio.CancelScope(shield=True):
             await recorder.record("error", event)
     finally:
@@ -257,7 +258,7 @@ async def record_ending(writer: StoreWriter, rollout_id: str, attempt: int, res:
     with anyio.CancelScope(shield=True):
         await writer.put(
             "finish_rollout", rollout_id=rollout_id, attempt=attempt, status=status, failure_kind=res.kind.value,
-            scored=scored, reward=v.score if scored else None, passed=v.passed if scored else None, error=res.error,
+            scored=scored, reward=v.score if scored and v else None, passed=v.passed if scored and v else None, error=res.error,
             n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls, duration_s=res.duration_s,
             verdict=v.model_dump(mode="json") if v else None,
         )

@@ -233,7 +233,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
     run_samples = max(opts.samples, int(before.get("samples") or 0))
     by_category = {t.id: category_label(t) or None for t in tasks}
     work = WorkQueue(plan)
-    slots = Slots(1 if opts.auto else opts.concurrency)
+    slots = Slots(1 if opts.auto else int(opts.concurrency))
     agent_by_name = opts.agent if isinstance(opts.agent, str) else None
     failure: BaseException | None = None
     lifecycle = RunLifecycle(db_path, run_id, agent=agent_name, sandbox=sandbox, samples=run_samples, config={
@@ -262,7 +262,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
                         sees_sandbox_starts=isinstance(executor, LocalExecutor),
                         sampler=HostSampler([workspace_root(cfg.root), db_path.parent]), backlog=lambda: len(work),
                         queue_probe=_model_queue_probe(opts.agent_options),
-                        fixed=None if opts.auto else opts.concurrency,
+                        fixed=None if opts.auto else int(opts.concurrency),
                         on_decision=lambda d: record_control(source="controller", actor="auto", action=d.action,
                                                              reason=d.reason, detail=d.detail))
                     await record_control(source="controller", actor="auto" if opts.auto else "-c", action="start",

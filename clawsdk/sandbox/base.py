@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import builtins
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -43,8 +44,8 @@ class ExecResult:
         return self.exit_code == 0 and not self.timed_out
 
     @classmethod
-    def from_output(cls, code: int, out: bytes, err: bytes, *, timed_out: bool, duration_s: float, cut: bool,
-                    limit: int, timeout: float) -> ExecResult:
+    def from_output(cls, code: int, out: bytes | bytearray, err: bytes | bytearray, *, timed_out: bool,
+                    duration_s: float, cut: bool, limit: int, timeout: float) -> ExecResult:
         """The result as every backend reports it: decoded, with notes for a cut output and a timeout (124)."""
         stdout = out.decode("utf-8", "replace")
         stderr = err.decode("utf-8", "replace")
@@ -240,10 +241,10 @@ class Sandbox(abc.ABC):
         """The folder's entries; PathEscapeError or FileNotFoundError naming `path`."""
 
     @abc.abstractmethod
-    async def inject_hidden(self, files: list[File]) -> str:
+    async def inject_hidden(self, files: builtins.list[File]) -> str:
         """Make the hidden verifier files visible (outside the workspace); return where."""
 
-    async def end_turn(self) -> list[str]:
+    async def end_turn(self) -> builtins.list[str]:
         """The agent's turn is over: take out of the workspace what no verifier can read.
 
         A FIFO, socket or device where a verifier reads a deliverable blocks it or makes it fail, and

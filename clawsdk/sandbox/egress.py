@@ -176,7 +176,7 @@ class EgressProxy:
             return self._refuse(client, 502, f"{host}: {e}")
         literal = _is_literal(host)
         for *_, sockaddr in infos:
-            if _internal(sockaddr[0]) and not (literal and allowed(sockaddr[0], hosts)):
+            if _internal(str(sockaddr[0])) and not (literal and allowed(str(sockaddr[0]), hosts)):
                 return self._refuse(client, 403, f"{host} resolves to {sockaddr[0]}, an address of this machine "
                                                  "or its network, which only an allowlist naming it reaches")
         try:

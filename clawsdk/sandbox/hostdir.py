@@ -9,6 +9,7 @@ started outlives it.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import os
 import secrets
@@ -234,7 +235,7 @@ class HostDirSandbox(Sandbox):
     async def move_aside(self, path: str) -> str | None:
         return await anyio.to_thread.run_sync(self.files().move_aside, path)
 
-    async def end_turn(self) -> list[str]:
+    async def end_turn(self) -> builtins.list[str]:
         """Sandbox.end_turn, done from the host through descriptors (`Tree.scrub`): the in-sandbox scan ran
         as the agent's uid, so a folder the agent made unlistable hid what was in it, and a deep folder
         chain or thousands of slow links ran it out of time, leaving a link to the hidden files in place."""
@@ -249,7 +250,7 @@ class HostDirSandbox(Sandbox):
         assert self.home is not None
         return str(self.home)
 
-    def _clear_home(self) -> list[str]:
+    def _clear_home(self) -> builtins.list[str]:
         """Move the agent's dot files out of HOME, where the verifier's commands read their startup files:
         a planted ~/.sqliterc (a TEMP VIEW named like the table a check counts) or ~/.jq (`def length: 3;`)
         passed checks for an agent that wrote nothing. Other files stay, and so do the folders that lead to
@@ -344,7 +345,7 @@ class HostDirSandbox(Sandbox):
         # readable by the sandbox's uid, writable only by the host: a verifier cannot rewrite its own checks
         return Tree(self.hidden_dir, mode=0o644, what="hidden folder")
 
-    async def inject_hidden(self, files: list[File]) -> str:
+    async def inject_hidden(self, files: builtins.list[File]) -> str:
         tree = self.hidden_tree()
         for f in files:
             tree.write(f.path, f.data, executable=f.executable)
@@ -367,12 +368,12 @@ class HostDirSandbox(Sandbox):
             env.update(SCORING_ENV)
         return env
 
-    def wrap_command(self, argv: list[str], cwd: str, env: dict[str, str]) -> tuple[list[str], str, dict]:
+    def wrap_command(self, argv: builtins.list[str], cwd: str, env: dict[str, str]) -> tuple[builtins.list[str], str, dict]:
         """Return (argv, host cwd, env) to spawn; the base runs the command as it is."""
         return argv, cwd, env
 
-    def wrap_spawn(self, argv: list[str], env: dict[str, str],
-                   limits: ProcessLimits | None) -> tuple[list[str], str, dict]:
+    def wrap_spawn(self, argv: builtins.list[str], env: dict[str, str],
+                   limits: ProcessLimits | None) -> tuple[builtins.list[str], str, dict]:
         """(argv, host cwd, env) of a long-lived process (`spawn`); the base runs it in the workspace under
         `limits` (prlimit), with the tool runtime where it is on the host."""
         assert self.workspace is not None

@@ -66,8 +66,8 @@ class ChildProcess(SandboxProcess):
         self._kill_group = kill_group
         self._stderr = StderrTail()
 
-    @property  # type: ignore[override]
-    def returncode(self) -> int | None:
+    @property
+    def returncode(self) -> int | None:  # type: ignore[override]  # read-only here: the process sets it
         return self.proc.returncode
 
     def stderr_tail(self) -> str:

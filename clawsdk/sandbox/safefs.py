@@ -213,13 +213,14 @@ class Tree:
                     except FileNotFoundError:
                         if not make_parents:
                             raise FileNotFoundError(errno.ENOENT, f"no such file or folder: {path}") from None
-                        fd = self._mkdir(here, name)
-                        if fd is None:  # raced: something else appeared there; look again
+                        made = self._mkdir(here, name)
+                        if made is None:  # raced: something else appeared there; look again
                             hops += 1
                             if hops > MAX_HOPS:
                                 raise PathEscapeError(f"path {path!r} keeps changing while it is used") from None
                             parts.appendleft(name)
                             continue
+                        fd = made
                         link = None
                     except OSError as e:
                         if e.errno not in (errno.ENOTDIR, errno.ELOOP):
@@ -404,7 +405,8 @@ class Tree:
                 _regular(st, path)
                 if max_bytes is not None and st.st_size > max_bytes:
                     raise FileTooLarge(path, st.st_size, max_bytes)
-                chunks, total = [], 0
+                chunks: list[bytes] = []
+                total = 0
                 while True:
                     chunk = os.read(fd, 1 << 20)
                     if not chunk:
@@ -440,7 +442,7 @@ class Tree:
                     if self.owner is not None and (st.st_uid, st.st_gid) != (self.owner, self.owner):
                         os.fchown(fd, self.owner, self.owner)
                     if executable or self.mode is not None:
-                        os.fchmod(fd, 0o755 if executable else self.mode)
+                        os.fchmod(fd, 0o755 if executable or self.mode is None else self.mode)
                 finally:
                     if fd >= 0:
                         os.close(fd)
@@ -611,7 +613,8 @@ def _scan(fd: int, rel: str, recursive: bool, out: list[Node], depth: int) -> No
     """os.walk's order (a folder's folders, then its files, sorted; then each sub-folder) over descriptors."""
     with os.scandir(fd) as it:
         entries = sorted(it, key=lambda e: e.name)
-    dirs, files = [], []
+    dirs: list[tuple[str, os.stat_result]] = []
+    files: list[tuple[str, os.stat_result]] = []
     for e in entries:
         try:
             st = e.stat(follow_symlinks=False)

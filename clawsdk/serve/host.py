@@ -337,7 +337,7 @@ class RolloutHost:
         try:
             with anyio.CancelScope(shield=True):  # a row claimed is a rollout to run: its ending must land
                 sample, _ = await anyio.to_thread.run_sync(insert)
-                return sample
+            return sample
         except Exception as e:
             self.fail(f"the store refused a write ({type(e).__name__}: {e})")
             raise StoreError(self.failure or str(e)) from e

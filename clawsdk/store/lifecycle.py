@@ -44,7 +44,8 @@ class RunLifecycle:
         self._run = {"agent": agent, "sandbox": sandbox, "samples": samples, "config": config or {}}
         self.writer = StoreWriter(self.db, buffer=buffer)
         self.rollouts: list[str] = []  # the rollouts this process started: it ends those still running
-        self.status, self.reason = "finished", None
+        self.status: str = "finished"
+        self.reason: str | None = None
         self.ended: int | None = None  # rollouts still running that the exit ended `cancelled`
         self.failure: str | None = None  # why the run ended failed because of the store, if it did
 

@@ -203,9 +203,10 @@ class RoutePipeline:
     async def stage_verifier(self, c: _Candidate) -> tuple[str, Any]:
         draft = c.state["draft"]
         files = c.state.get("files", {})
-        code, failure = None, None
+        code: str | None = None
+        failure: str | None = None
         for r in range(self.o.repair_rounds + 1):
-            if r == 0:
+            if r == 0 or code is None or failure is None:
                 answer = await self.ask(prompts.verifier(draft, files))
             else:
                 answer = await self.ask(prompts.verifier_repair(draft, files, code, failure))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -149,7 +150,7 @@ def find_task_folders(root: str | os.PathLike, marker: str = TASK_FILE) -> list[
 
 def iter_tasks(root: str | os.PathLike) -> Iterator[Task | TaskFormatError]:
     for folder in find_task_folders(root):
-        yield guarded(folder / TASK_FILE, lambda folder=folder: load_task(folder))
+        yield guarded(folder / TASK_FILE, functools.partial(load_task, folder))
 
 
 def task_folder(parent: str | os.PathLike, task: Task) -> Path:

@@ -70,7 +70,8 @@ class _Opened:
     """Start sandboxes and close them whatever happens."""
 
     def __init__(self, factory: Factory, config: SandboxConfig):
-        self.factory, self.config, self.open = factory, config, []
+        self.factory, self.config = factory, config
+        self.open: list = []
 
     async def start(self, task: Task | None = None, config: SandboxConfig | None = None) -> Sandbox:
         sb = self.factory(config or self.config)

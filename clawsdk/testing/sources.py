@@ -28,7 +28,8 @@ from clawsdk.testing.report import Report
 
 
 def _load(source: Any, path: Path) -> tuple[list[Task], list[TaskFormatError], BaseException | None]:
-    tasks, errors = [], []
+    tasks: list[Task] = []
+    errors: list[TaskFormatError] = []
     try:
         for item in source.load(path):
             (tasks if isinstance(item, Task) else errors).append(item)

@@ -45,6 +45,12 @@ class Part(BaseModel):
     gate: bool = False
     verifier: dict[str, Any]
 
+    @property
+    def label(self) -> str:
+        """The part's name: HybridSpec's validator names every part."""
+        assert self.name is not None, "a part outside a HybridSpec has no name yet"
+        return self.name
+
 
 class HybridSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -128,16 +134,16 @@ class HybridVerifier(Verifier):
         # gates first: when one fails, the rest need not run (no judge call for a failed code check)
         for part, verifier in sorted(self.parts, key=lambda pv: not pv[0].gate):
             if failed_gate and not part.gate:
-                results[part.name] = None
+                results[part.label] = None
                 continue
             try:
                 verdict = await verifier.verify(ctx)
             except JudgeMissing as e:
-                missing[part.name] = str(e)
+                missing[part.label] = str(e)
                 continue
-            results[part.name] = verdict
+            results[part.label] = verdict
             if part.gate and not verdict.passed:
-                failed_gate = failed_gate or part.name
+                failed_gate = failed_gate or part.label
         if failed_gate:  # the verdict is decided without the parts that could not be judged
             for name in missing:
                 results[name] = None
@@ -145,24 +151,24 @@ class HybridVerifier(Verifier):
         subs: list[SubScore] = []
         details = []
         for part, _ in self.parts:
-            if part.name in missing:
-                details.append(f"{part.name}: missing (not judged)")
+            if part.label in missing:
+                details.append(f"{part.label}: missing (not judged)")
                 continue
-            verdict = results[part.name]
+            verdict = results[part.label]
             if verdict is None:
-                subs.append(SubScore(name=part.name, score=0.0, weight=part.weight,
+                subs.append(SubScore(name=part.label, score=0.0, weight=part.weight,
                                      detail=f"not run: gate {failed_gate!r} failed"))
-                details.append(f"{part.name}: skipped (gate {failed_gate} failed)")
+                details.append(f"{part.label}: skipped (gate {failed_gate} failed)")
                 continue
-            subs.append(SubScore(name=part.name, score=verdict.score, weight=part.weight,
+            subs.append(SubScore(name=part.label, score=verdict.score, weight=part.weight,
                                  detail=(verdict.detail or verdict.verifier)[:2000]))
-            details.append(f"{part.name} {verdict.score:.3f} x {part.weight:g}")
+            details.append(f"{part.label} {verdict.score:.3f} x {part.weight:g}")
             for s in verdict.subscores:
-                subs.append(SubScore(name=f"{part.name}/{s.name}"[:250], score=s.score, weight=0.0,
+                subs.append(SubScore(name=f"{part.label}/{s.name}"[:250], score=s.score, weight=0.0,
                                      detail=s.detail))
         out = Verdict.aggregate(self.name, subs, self.spec.pass_threshold, detail="; ".join(details))
         if missing:
-            ran = [p.name for p, _ in self.parts if p.name not in missing]
+            ran = [p.label for p, _ in self.parts if p.label not in missing]
             out.passed = False
             reasons = "; ".join(f"{name}: {why}" for name, why in missing.items())
             scored = ", ".join(f"{n!r} {results[n].score:.2f}" for n in ran if results.get(n)) or "none"

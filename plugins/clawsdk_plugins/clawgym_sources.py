@@ -3,6 +3,7 @@ clawgym (the formats and the reward verifier) and write with clawgym_export (`cl
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,7 +76,7 @@ class ClawGymSource:
         if not folders:
             yield TaskFormatError(str(path), f"no ClawGym task here (no {ENTRY_FILE} found)")
         for folder in folders:
-            yield guarded(folder / ENTRY_FILE, lambda folder=folder: load_folder_task(folder))
+            yield guarded(folder / ENTRY_FILE, functools.partial(load_folder_task, folder))
 
     def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
         """Write tasks as ClawGym folders under dest (a writer, for `clawsdk convert --to clawgym`)."""

@@ -32,6 +32,7 @@ import signal
 import stat
 import threading
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -322,7 +323,7 @@ def _reset_host(sb: DockerSandbox) -> str | None:
     return f"{left} not empty after the reset" if left else None
 
 
-def empty_folder(folder: Path, rel: str = "", keep: set[str] = frozenset()) -> None:
+def empty_folder(folder: Path, rel: str = "", keep: AbstractSet[str] = frozenset()) -> None:
     """Remove everything inside `folder` but the mount points in `keep` (paths like `rel/...`) and the
     folders that lead to them; never follows a link. The folder itself stays: a container mounts its inode."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)

@@ -26,6 +26,7 @@ reward file is a verifier_error (unscored), never a 0.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import math
@@ -415,7 +416,7 @@ class HarborSource:
         if not folders:
             yield TaskFormatError(str(path), f"no Harbor task here (no folder with {TASK_TOML} and {INSTRUCTION})")
         for folder in folders:
-            yield guarded(folder / TASK_TOML, lambda folder=folder: load_task(folder))
+            yield guarded(folder / TASK_TOML, functools.partial(load_task, folder))
 
     def export(self, tasks: Iterable[Task], dest: Path) -> tuple[int, list]:
         """Each task as a Harbor folder dest/TASK_ID; a task Harbor cannot hold is an error, not written."""

@@ -156,7 +156,7 @@ class _LoopState:
     def take(self, n: int, sampling: tuple | None = None) -> list[Request]:
         """Up to n queued requests, in order, that sample like `sampling` (like the first, when None)."""
         with self.mutex:
-            taken = []
+            taken: list = []
             for r in self.pending:
                 if len(taken) >= n:
                     break

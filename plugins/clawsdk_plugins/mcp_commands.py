@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import secrets
+import signal
 import sys
 from pathlib import Path
 
@@ -263,7 +264,7 @@ def models_serve_command(model, host, port, token_env, name, backend_opts):
     app.register(None, token)  # served, not recorded
 
     async def main() -> None:
-        with anyio.open_signal_receiver(2, 15) as signals:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with serving(app, host, port) as url:
                 click.echo(json.dumps({"base_url": url + "/v1", "model": upstream.name,
                                        "token": None if token_env else token}))

@@ -30,6 +30,7 @@ Dialects seen in the wild, read as their graders read them:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -127,7 +128,7 @@ def python_block(text: str) -> str | None:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if re.match(r"^\s*```\s*(python|py)\s*$", line):
-            body = []
+            body: list[str] = []
             for nxt in lines[i + 1:]:
                 if nxt.strip() == "```":
                     return "\n".join(body) + "\n"
@@ -402,7 +403,7 @@ class PinchBenchSource:
             yield TaskFormatError(str(path), "no such file or folder")
             return
         for md in files:
-            yield guarded(md, lambda md=md: load_markdown_task(md, self.assets))
+            yield guarded(md, functools.partial(load_markdown_task, md, self.assets))
 
 
 # ---- our trajectory as OpenClaw's transcript -----------------------------------------------

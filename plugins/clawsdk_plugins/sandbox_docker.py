@@ -16,6 +16,7 @@ removes the labelled containers (and host folders) whose process is gone.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import functools
 import logging
@@ -299,7 +300,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
         except Exception:  # the sweep gets it next time
             log.exception("could not remove container %s", container.name)
 
-    async def end_turn(self) -> list[str]:
+    async def end_turn(self) -> builtins.list[str]:
         # a process the agent left running (setsid escapes an exec's group) must not change the
         # workspace, or the reward scripts written into it, while it is scored
         if self.container is not None:
@@ -323,7 +324,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
         finally:
             os.close(fd)
 
-    def _unmoved_workspace(self) -> list[str]:
+    def _unmoved_workspace(self) -> builtins.list[str]:
         """The workspace's mount moves with the folder the agent moved (`mv ~/.openclaw ~/.oc2`), and a folder
         of its own in its place (`mkdir -p ~/.openclaw/workspace`, holding a link to the hidden answer) was
         where the verifier's commands ran. Such a folder is moved aside: the commands then find no workspace
@@ -424,7 +425,7 @@ class DockerSandbox(IsolatedHostDirSandbox):
         return self._spawn(list(argv), env or {}, limits)
 
     @contextlib.asynccontextmanager
-    async def _spawn(self, argv: list[str], env: dict[str, str], limits: ProcessLimits | None):
+    async def _spawn(self, argv: builtins.list[str], env: dict[str, str], limits: ProcessLimits | None):
         """`docker exec` with stdin attached: the exec's socket carries stdin one way and the engine's framed
         stdout and stderr the other (`DockerProcess`)."""
         rl = [a for a in self.opts.prlimit_args(limits.cpu_s if limits and limits.cpu_s else 86400)
@@ -487,8 +488,8 @@ class DockerProcess(SandboxProcess):
         self._code: int | None = None
         self._pid: int | None = None
 
-    @property  # type: ignore[override]
-    def returncode(self) -> int | None:
+    @property
+    def returncode(self) -> int | None:  # type: ignore[override]  # read-only here: the exec's end sets it
         return self._code
 
     def stderr_tail(self) -> str:

@@ -111,7 +111,7 @@ class TrlGrpoTrainer:
         if num_generations < 2:
             raise ValueError("num_generations must be at least 2: GRPO compares rollouts within a group")
         self.model = model
-        self.opts = dict(
+        self.opts: dict[str, Any] = dict(
             num_generations=num_generations,
             tasks_per_step=tasks_per_step,
             max_steps=max_steps,
@@ -240,7 +240,7 @@ class TrlGrpoTrainer:
                         out["env_mask"].append(ep.env_mask)
                     scored = row is not None and row["scored"]
                     out["clawsdk_reward"].append(
-                        float(row["reward"]) if scored and row["reward"] is not None else None
+                        float(row["reward"]) if scored and row is not None and row["reward"] is not None else None
                     )
                     out["clawsdk_rollout"].append(rid)
                     self.episodes.append(

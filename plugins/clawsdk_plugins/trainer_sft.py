@@ -70,7 +70,7 @@ class TrlSftTrainer:
         if batch_size < 1 or grad_accum < 1 or max_length < 16:
             raise ValueError("batch_size and grad_accum must be at least 1, max_length at least 16")
         self.model = model
-        self.opts = dict(
+        self.opts: dict[str, Any] = dict(
             epochs=epochs,
             max_steps=max_steps,
             lr=lr,

@@ -151,7 +151,7 @@ class RolloutScreen(Screen):
                 p = e.get("payload") or {}
                 call_args = None
                 if e["kind"] == "tool_call":
-                    args = p.get("args") if isinstance(p.get("args"), dict) else {}
+                    args = got if isinstance(got := p.get("args"), dict) else {}
                     self._args[e["seq"]] = self._last_args[str(p.get("tool"))] = args
                 elif e["kind"] == "tool_result":
                     call_args = self._args.get(p.get("call"))  # concurrent calls answer in any order

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from clawsdk_tui.widgets import duration_of, status_label
 
@@ -44,6 +45,7 @@ def sort_value(row: dict, key: str, now: float) -> tuple:
     tie = (row.get("task_id") or "", row.get("sample") or 0)
     if key == "task_id":
         return (0, tie)
+    value: Any
     if key == "status":
         value = status_label(row)
     elif key == "duration":

@@ -17,6 +17,7 @@ import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from clawsdk.store.store import Store
 
@@ -56,6 +57,7 @@ def _events(
     body = n - 3 if n > 6 and checks else n
     while seq < body:
         step = seq % 4
+        payload: dict[str, Any]
         if step == 0:
             payload = {"messages": [{"role": "user", "content": f"Please {task.replace('-', ' ')}."}]}
             kind, dur = "model_request", None
@@ -137,7 +139,8 @@ def fill_store(
                     for i, t in enumerate(ids)
                 ],
             )
-            rows, events = [], []
+            rows: list[tuple] = []
+            events: list[tuple] = []
             n_events = 0
             for i in range(rollouts):
                 task = ids[i % n_tasks]

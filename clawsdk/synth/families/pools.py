@@ -33,7 +33,7 @@ def person(rng) -> tuple[str, str]:
 def people(rng, n: int) -> list[tuple[str, str]]:
     """n distinct (first, last) pairs."""
     seen: set[tuple[str, str]] = set()
-    out = []
+    out: list[tuple[str, str]] = []
     while len(out) < n:
         p = person(rng)
         if p not in seen and p[0] not in {q[0] for q in out}:

@@ -56,6 +56,7 @@ class CliAgent(Agent):
     """A black-box agent CLI installed from npm, run one-shot in the sandbox against a recording proxy."""
 
     package: Package
+    model: str  # __init__ refuses none
     #: the CLI's name in messages ("Claude Code")
     who = "the agent"
     #: workspace entries the CLI writes for itself, removed before scoring unless the task's workspace had them
@@ -153,20 +154,20 @@ class CliAgent(Agent):
         bridged = self._check_sandbox(sandbox)
         folder = f".clawsdk-{self.name}"
         state_host = Path(host_home) / folder
-        state = f"{sandbox.base_env()['HOME'].rstrip('/')}/{folder}"
+        state = f"{sandbox.base_env()['HOME'].rstrip('/')}/{folder}"  # type: ignore[attr-defined]  # a home: a HostDirSandbox
         state_host.mkdir(exist_ok=True)
         before = await self._listing(sandbox)
         events = ToolEventRecorder(ctx.recorder, who=self.who, failed=self.tool_failed)
         proxy = ModelProxy(self.upstream, self.upstream_key, model=self.model, token_ids=self.token_ids,
                            upstream_stream=self.stream)
-        token = proxy.register(events)  # type: ignore[arg-type] - records like a Recorder
+        token = proxy.register(events)  # type: ignore[arg-type]  # records like a Recorder
         limit = ctx.task.limits.timeout_s
         sock = state_host / "proxy.sock"
         sock.unlink(missing_ok=True)
         started = time.monotonic()
         async with contextlib.AsyncExitStack() as stack:
             try:
-                url = await stack.enter_async_context(serving(proxy, **({"uds": str(sock)} if bridged else {})))
+                url = await stack.enter_async_context(serving(proxy, uds=str(sock) if bridged else None))
             except Exception as e:  # the setup's failure, unscored: never the agent's zero
                 raise SandboxError(f"the {self.name} agent could not start its model proxy: {type(e).__name__}: "
                                    f"{e}") from e
@@ -269,8 +270,9 @@ class CliAgent(Agent):
         if bridged:
             shutil.copyfile(BRIDGE, state / "bridge.mjs")
             written.append(state / "bridge.mjs")
-        for p in written if owner is not None else ():
-            os.lchown(p, owner, owner)
+        if owner is not None:
+            for p in written:
+                os.lchown(p, owner, owner)
 
     def _command(self, task: Task, sandbox: Any, bridged: bool, state: str, limit: float) -> str:
         argv = [*self.install.command, *self.command(task, workspace=sandbox.workspace_path, state=state,
