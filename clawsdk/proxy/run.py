@@ -41,9 +41,9 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
                                        model=None, make_id=lambda sample: rollout_id(run_id, task.id, sample))
 
     async with StoreWriter(db) as writer:
-        await writer.put("upsert_run", run_id=run_id, status="running", agent="proxy", sandbox=None, samples=None,
-                         config={"proxy": True, "upstream": public_url(upstream)})
-        await writer.put("upsert_task", task=task)
+        await writer.upsert_run(run_id=run_id, status="running", agent="proxy", sandbox=None, samples=None,
+                                config={"proxy": True, "upstream": public_url(upstream)})
+        await writer.upsert_task(task=task)
         await writer.flush()  # the run and the task are in before the rollout claims its row beside them
         _, rid = await anyio.to_thread.run_sync(claim)
         recorder = Recorder(writer, rid, 0)
@@ -64,11 +64,11 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await writer.put("finish_rollout", rollout_id=rid, attempt=0, status="finished",
-                                 failure_kind=FailureKind.OK.value, scored=False, reward=None, passed=None,
-                                 error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
-                                 duration_s=time.perf_counter() - started)
-                await writer.put("end_run", run_id=run_id, status="finished")  # unless another proxy records
+                await writer.finish_rollout(rollout_id=rid, attempt=0, status="finished",
+                                            failure_kind=FailureKind.OK.value, scored=False, reward=None, passed=None,
+                                            error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
+                                            duration_s=time.perf_counter() - started)
+                await writer.end_run(run_id=run_id, status="finished")  # unless another proxy records
     if writer.error is not None:  # its ending was dropped with the rest: end it on a connection of its own
         from clawsdk.errors import StoreError
 

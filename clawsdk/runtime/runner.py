@@ -205,22 +205,22 @@ async def run(
 
     try:
         async with StoreWriter(db_path) as writer, executor, _collector_for_runs():
-            await writer.put("upsert_run", run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
-                             samples=run_samples, config={
-                                 "agent": agent_name, "agent_options": recorded(agent_options), "sandbox": sandbox,
-                                 "samples": run_samples, "concurrency": concurrency, "retries": retries,
-                                 **({"max_concurrency": max_concurrency} if max_concurrency else {}),
-                                 "tasks": dict(sorted(run_tasks.items())),
-                                 # what progress counts against (`clawsdk watch`)
-                                 "planned": len(run_tasks) * run_samples})
+            await writer.upsert_run(run_id=run_id, status="running", agent=agent_name, sandbox=sandbox,
+                                    samples=run_samples, config={
+                "agent": agent_name, "agent_options": recorded(agent_options), "sandbox": sandbox,
+                "samples": run_samples, "concurrency": concurrency, "retries": retries,
+                **({"max_concurrency": max_concurrency} if max_concurrency else {}),
+                "tasks": dict(sorted(run_tasks.items())),
+                # what progress counts against (`clawsdk watch`)
+                "planned": len(run_tasks) * run_samples})
             for task in {t.hash: t for t in tasks}.values():
-                await writer.put("upsert_task", task=task)
+                await writer.upsert_task(task=task)
             for err in task_errors:
-                await writer.put("record_task_error", run_id=run_id, path=err.path, field=err.field,
-                                 task_id=err.task_id, message=err.message)
+                await writer.record_task_error(run_id=run_id, path=err.path, field=err.field,
+                                               task_id=err.task_id, message=err.message)
 
             async def record_control(**row: Any) -> None:
-                await writer.put("record_run_control", run_id=run_id, level=slots.level, paused=slots.paused, **row)
+                await writer.record_run_control(run_id=run_id, level=slots.level, paused=slots.paused, **row)
 
             # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto` wakes it
             controller = Controller(

@@ -42,6 +42,7 @@ from clawsdk.errors import FailureKind, RolloutCancelled, RolloutError, StoreErr
 from clawsdk.mcp.session import FINISH, ToolSession, ToolSpec
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.ids import rollout_id
+from clawsdk.store.events import Note
 from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import (
     AttemptResult,
@@ -140,7 +141,7 @@ class ExternalSession(Agent):
         if live.end_reason == "server stopped":
             raise RolloutCancelled("the server stopped before the session ended")
         if live.end_reason != "finish":
-            await ctx.recorder.record("note", {"event": "session_ended", "reason": live.end_reason})
+            await ctx.recorder.record(Note(event="session_ended", extra={"reason": live.end_reason}))
 
 
 class LiveRollout:
@@ -436,7 +437,7 @@ class RolloutHost:
         live = self.sessions.get(id(connection)) if connection is not None else None
         if live is None or live.ended.is_set() or self.failure is not None:
             return
-        await live.recorder.record("note", {"event": "task_read", "via": via})
+        await live.recorder.record(Note(event="task_read", extra={"via": via}))
 
     def instructions(self) -> str:
         """The task's instruction and the instructions of its tool servers, for the client's system prompt."""
@@ -525,12 +526,12 @@ async def hosting(config: ServeConfig, registry: Registry | None = None,
     writer: StoreWriter | None = None
     try:
         async with StoreWriter(config.db) as writer:
-            await writer.put("upsert_run", run_id=config.run_id, status="running", agent="mcp-client",
-                             sandbox=config.sandbox, samples=None,
-                             config={"served": True, "task": config.task.id, "sandbox": config.sandbox,
-                                     "timeout_s": config.time_limit})
-            await writer.put("set_run_status", run_id=config.run_id, status="running")
-            await writer.put("upsert_task", task=config.task)
+            await writer.upsert_run(run_id=config.run_id, status="running", agent="mcp-client",
+                                    sandbox=config.sandbox, samples=None,
+                                    config={"served": True, "task": config.task.id, "sandbox": config.sandbox,
+                                            "timeout_s": config.time_limit})
+            await writer.set_run_status(run_id=config.run_id, status="running")
+            await writer.upsert_task(task=config.task)
             await writer.flush()  # the run and the task are in before a rollout claims its row beside them
             try:
                 async with anyio.create_task_group() as tg:
@@ -552,8 +553,8 @@ async def hosting(config: ServeConfig, registry: Registry | None = None,
             finally:
                 with anyio.CancelScope(shield=True):
                     stopped = host is not None and host.interrupted
-                    await writer.put("end_run", run_id=config.run_id,  # unless another server still records
-                                     status="interrupted" if stopped else "finished")
+                    await writer.end_run(run_id=config.run_id,  # unless another server still records
+                                         status="interrupted" if stopped else "finished")
     finally:
         failure = host.failure if host is not None else None
         if failure is None and writer is not None and writer.error is not None:
