@@ -19,9 +19,25 @@ from typing import Any, ClassVar, Literal
 
 from clawsdk.errors import StoreError
 
-__all__ = ["EVENT_KINDS", "ErrorEvent", "Event", "EventError", "Foreign", "LINKS", "ModelRequest",
-           "ModelResponse", "Note", "SandboxExec", "StoredEvent", "ToolCall", "ToolResult", "Unreadable",
-           "VerifierScore", "event_of", "parse_event"]
+__all__ = [
+    "EVENT_KINDS",
+    "LINKS",
+    "ErrorEvent",
+    "Event",
+    "EventError",
+    "Foreign",
+    "ModelRequest",
+    "ModelResponse",
+    "Note",
+    "SandboxExec",
+    "StoredEvent",
+    "ToolCall",
+    "ToolResult",
+    "Unreadable",
+    "VerifierScore",
+    "event_of",
+    "parse_event",
+]
 
 
 class EventError(StoreError):
