@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clawsdk.proxy.wire import parse_arguments
-from clawsdk.store.events import Event, ModelRequest, ModelResponse, Note, ToolCall, ToolResult
+from clawsdk.store.events import Event, ModelRequest, ModelResponse, Note, ToolCall, ToolResult, event_of
 
 if TYPE_CHECKING:
     from clawsdk.store.recorder import Recorder
@@ -78,7 +78,10 @@ class ToolEventRecorder:
     def n_model_calls(self) -> int:
         return self.inner.n_model_calls
 
-    async def record(self, event: Event, *, duration_ms: float | None = None) -> int:
+    async def record(self, event: Event | str, payload: dict[str, Any] | None = None, *,
+                     duration_ms: float | None = None) -> int:
+        if isinstance(event, str):  # Recorder.record's form of earlier releases, as it takes it
+            event = event_of(event, payload)
         if isinstance(event, ModelRequest):
             if self.first_request_at is None:
                 self.first_request_at = time.monotonic()
