@@ -80,7 +80,7 @@ def rollouts(name: str, home: str, samples: int, concurrency: int) -> tuple[floa
     boots = []
     with Store(db) as s:
         for row in s.rollouts("bench"):
-            ex = [e["payload"] for e in s.events(row["id"]) if e["kind"] == "sandbox_exec"]
+            ex = [e.payload() for e in s.events(row["id"]) if e.kind == "sandbox_exec"]
             if ex and ex[0].get("boot_s") is not None:
                 boots.append(ex[0]["boot_s"])
     shutil.rmtree(db.parent, ignore_errors=True)

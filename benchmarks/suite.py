@@ -161,17 +161,18 @@ def m_recorder(n: int) -> dict:
     """Events/s through Recorder.record() (one rollout, everything committed)."""
     import anyio
 
+    from clawsdk.store.events import ToolCall
     from clawsdk.store.recorder import Recorder
     from clawsdk.store.writer import StoreWriter
 
-    payload = {"tool": "write", "args": {"path": "notes/f1.txt", "content": "task 1 line 1\n" * 4}}
+    args = {"path": "notes/f1.txt", "content": "task 1 line 1\n" * 4}
 
     async def main(db: Path) -> float:
         async with StoreWriter(db) as writer:
             rec = Recorder(writer, "bench", 0)
             cpu0 = cpu_s()
-            for _ in range(n):
-                await rec.record("tool_call", payload)
+            for _ in range(n):  # the event is built in the loop, as an emitter builds one per call
+                await rec.record(ToolCall(tool="write", args=args))
             await writer.flush()
             return cpu_s() - cpu0
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from clawsdk._text import clean
 from clawsdk.cli.common import console, db_option, fmt_reward, friendly_errors
 from clawsdk.cli.show_render import render_event
+from clawsdk.store.events import ErrorEvent, StoredEvent, ToolCall
 from clawsdk.store.store import Store, default_db_path
 
 #: what the summaries' pass@1 and mean score are (`clawsdk runs`, `clawsdk run`)
@@ -55,19 +56,19 @@ def _fold(text: str, lines: int) -> str:
     return text
 
 
-def _earlier_attempt_line(shown: int, last: int, events: list[dict], verdict: dict | None) -> None:
+def _earlier_attempt_line(shown: int, last: int, events: list[StoredEvent], verdict: dict | None) -> None:
     """The status line of an attempt before the last: the rollout row holds only the last attempt's
     status, so this one's ending comes from its own error event and its score from its own verdict."""
-    errors = [e["payload"] for e in events if e["kind"] == "error"]
-    ending = errors[-1].get("kind") if errors else "not recorded"
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    ending = errors[-1].error_kind if errors else "not recorded"
     score = "no verdict"
     if verdict:
         score = f"verdict {verdict['score']:.2f} ({'passed' if verdict['passed'] else 'failed'})"
-    n_calls = sum(1 for e in events if e["kind"] == "tool_call")
+    n_calls = sum(1 for e in events if isinstance(e, ToolCall))
     console.print(f"an earlier attempt: ending {escape(str(ending))}  {score}  tool calls {n_calls}  "
                   f"[dim](attempt {shown} of 0..{last}; without --attempt, `show` gives the last one)[/dim]")
     if errors:
-        console.print(f"[red]{escape(str(errors[-1].get('message')))}[/red]")
+        console.print(f"[red]{escape(str(errors[-1].message))}[/red]")
 
 
 @click.command("show")
@@ -94,7 +95,9 @@ def show_command(rollout_id, db, full, attempt, as_json):
         verdict = store.verdict(ro["id"], shown)
         task = store.task(ro["task_hash"])
     if as_json:
-        doc = {"rollout": ro, "attempt": shown, "events": events, "verdict": verdict}
+        doc = {"rollout": ro, "attempt": shown, "events": [
+            {"rollout_id": ro["id"], "attempt": shown, "seq": e.seq, "kind": e.kind, "ts": e.ts,
+             "duration_ms": e.duration_ms, "payload": e.payload()} for e in events], "verdict": verdict}
         click.echo(json.dumps(doc, indent=2, default=str))
         return
     console.print(f"[bold]rollout {ro['id']}[/bold]  run {ro['run_id']}  task {escape(ro['task_id'])} "
@@ -111,7 +114,7 @@ def show_command(rollout_id, db, full, attempt, as_json):
     if task is not None:
         console.print(f"[dim]instruction:[/dim] {escape(clean(_fold(task.instruction, 0 if full else 6), lines=True))}")
     console.rule()
-    calls = {e["seq"]: e["payload"] for e in events if e["kind"] == "tool_call"}
+    calls = {e.seq: e for e in events if isinstance(e, ToolCall) and e.seq is not None}
     for e in events:
         for part in render_event(e, full, calls):
             console.print(part)

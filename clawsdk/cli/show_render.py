@@ -19,6 +19,17 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from clawsdk._text import clean, lexer_for
+from clawsdk.store.events import (
+    ErrorEvent,
+    ModelRequest,
+    ModelResponse,
+    SandboxExec,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    Unreadable,
+    VerifierScore,
+)
 
 FOLD = 20  # lines a body shows without --full
 MAX_CHARS = 200_000  # a body past this is cut even with --full (the JSON has it whole)
@@ -80,12 +91,12 @@ def diff(path: str, old: str, new: str, full: bool) -> RenderableType:
     return body("\n".join(lines), full, "diff")
 
 
-def _head(e: dict, *parts: tuple[str, str]) -> Text:
-    head = Text(f"{e['seq']:>4} ", style="dim")
+def _head(e: StoredEvent, *parts: tuple[str, str]) -> Text:
+    head = Text(f"{e.seq:>4} ", style="dim")
     for text, style in parts:
         head.append(clean(text), style=style)
-    if e.get("duration_ms") is not None:
-        head.append(f"  {e['duration_ms']:.1f} ms", style="dim")
+    if e.duration_ms is not None:
+        head.append(f"  {e.duration_ms:.1f} ms", style="dim")
     return head
 
 
@@ -118,36 +129,35 @@ def tool_call(tool: str, args: Any, full: bool) -> list[RenderableType]:
     return [body(v, full, lexer_for(path) if k == "content" else None) for k, v in long.items()]
 
 
-def render_event(e: dict, full: bool, calls: dict[int, dict]) -> list[RenderableType]:
-    """One event as printed: its head, then its body. `calls` maps a tool call's seq to its payload, so a
+def render_event(e: StoredEvent, full: bool, calls: dict[int, ToolCall]) -> list[RenderableType]:
+    """One event as printed: its head, then its body. `calls` maps a tool call's seq to its event, so a
     result is shown as what it is (a file read is highlighted as that file)."""
-    p, kind = e["payload"], e["kind"]
-    if not isinstance(p, dict):
-        return [_head(e, (kind, "")), body(json.dumps(p, ensure_ascii=False, indent=2), full, "json")]
-    if kind == "tool_call":
-        tool, args = str(p.get("tool")), p.get("args", {})
+    if isinstance(e, Unreadable):
+        return [_head(e, (e.kind, ""), (f" (unreadable: {e.problem})", "red")), body(str(e.raw), full)]
+    if isinstance(e, ToolCall):
+        tool, args = str(e.tool), e.args if e.args is not None else {}
         line = _args_line(args, ("content", "old_text", "new_text", "input", "command")) \
             if isinstance(args, dict) else ""
         return [_head(e, (f"→ {tool}", "bold cyan"), (f" {line}" if line else "", "")),
                 *tool_call(tool, args, full)]
-    if kind == "tool_result":
-        call = calls.get(p.get("call")) or {}
-        failed = bool(p.get("is_error"))
-        path = (call.get("args") or {}).get("path") if isinstance(call.get("args"), dict) else None
-        lexer = lexer_for(path) if call.get("tool") == "read" and not failed else None
-        content = p.get("content", "")
+    if isinstance(e, ToolResult):
+        call = calls.get(e.call) if isinstance(e.call, int) else None
+        failed = bool(e.is_error)
+        path = call.args.get("path") if call is not None and isinstance(call.args, dict) else None
+        lexer = lexer_for(path) if call is not None and call.tool == "read" and not failed else None
+        content = e.content if e.content is not None else ""
         mark = ("✗ ", "red") if failed else ("← ", "green")
-        head = _head(e, mark, (str(p.get("tool")), ""))
+        head = _head(e, mark, (str(e.tool), ""))
         if not isinstance(content, str):
             return [head, body(json.dumps(content, ensure_ascii=False, indent=2), full, "json")]
         return [head, *(command_output(content, full) or [body(content, full, lexer)])]
-    if kind == "model_request":
-        msgs = p.get("messages") or []
+    if isinstance(e, ModelRequest):
+        msgs = e.messages or []
         last = msgs[-1] if msgs and isinstance(msgs[-1], dict) else {}
         return [_head(e, ("model request", "magenta"),
                       (f" ({len(msgs)} messages; last: {last.get('role', '')})", "dim"))]
-    if kind == "model_response":
-        msg = got if isinstance(got := p.get("message"), dict) else {}
+    if isinstance(e, ModelResponse):
+        msg = e.message if isinstance(e.message, dict) else {}
         out: list[RenderableType] = [_head(e, ("model", "magenta"))]
         if msg.get("content"):
             out.append(body(msg["content"], full, "markdown"))
@@ -164,19 +174,18 @@ def render_event(e: dict, full: bool, calls: dict[int, dict]) -> list[Renderable
                                (0, 0, 0, 2)))
             out += tool_call(name, args, full) if isinstance(args, (dict, list)) else [body(str(raw), full)]
         return out
-    if kind == "verifier":
-        detail = p.get("detail")
-        detail = detail if isinstance(detail, str) else json.dumps(detail, ensure_ascii=False)
-        return [_head(e, ("check ", "yellow"), (f"{p.get('check')}: {p.get('score')}", "")),
+    if isinstance(e, VerifierScore):
+        detail = e.detail if isinstance(e.detail, str) else json.dumps(e.detail, ensure_ascii=False)
+        return [_head(e, ("check ", "yellow"), (f"{e.check}: {e.score}", "")),
                 *([body(detail, full)] if detail and detail != "null" else [])]
-    if kind == "sandbox_exec":
-        out = [_head(e, ("exec", "yellow"), (f" → exit {p.get('exit_code')}", "")),
-               body("$ " + str(p.get("command") or p.get("harness") or ""), full, "bash")]
-        for stream in ("stdout", "stderr"):
-            if p.get(stream):
-                out.append(Padding(Text(stream, style="dim"), (0, 0, 0, 6)))
-                out.append(body(p[stream], full))
+    if isinstance(e, SandboxExec):
+        out = [_head(e, ("exec", "yellow"), (f" → exit {e.exit_code}", "")),
+               body("$ " + str(e.command or e.harness or ""), full, "bash")]
+        for name, text in (("stdout", e.stdout), ("stderr", e.stderr)):
+            if text:
+                out.append(Padding(Text(name, style="dim"), (0, 0, 0, 6)))
+                out.append(body(text, full))
         return out
-    if kind == "error":
-        return [_head(e, (f"error ({p.get('kind')})", "red")), body(str(p.get("message")), full)]
-    return [_head(e, (kind, "")), body(json.dumps(p, ensure_ascii=False, indent=2), full, "json")]
+    if isinstance(e, ErrorEvent):
+        return [_head(e, (f"error ({e.error_kind})", "red")), body(str(e.message), full)]
+    return [_head(e, (e.kind, "")), body(json.dumps(e.payload(), ensure_ascii=False, indent=2), full, "json")]

@@ -25,9 +25,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from clawsdk.store.events import ModelRequest, ModelResponse, Note, StoredEvent, ToolCall, ToolResult
 
 __all__ = ["ATIF_VERSION", "AtifError", "atif_rows", "export_atif", "import_atif", "to_atif", "validate",
            "write_atif"]
@@ -201,12 +203,12 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def to_atif(rollout: dict[str, Any], events: list[dict[str, Any]], *, tools: list[dict] | None = None,
-            preamble: Sequence[dict[str, Any]] = (), verdict: dict | None = None, version: str = "") -> dict:
+def to_atif(rollout: dict[str, Any], events: list[StoredEvent], *, tools: list[dict] | None = None,
+            preamble: list[dict[str, Any]] = (), verdict: dict | None = None, version: str = "") -> dict:
     """The ATIF document of one rollout attempt: `events` as the store holds them; `preamble` the system and
     user messages that framed it where no model request records them (a rollout without a model)."""
-    header = next((e["payload"].get("atif") for e in events
-                   if e["kind"] == "note" and isinstance(e["payload"].get("atif"), dict)), None)
+    header = next((e.extra["atif"] for e in events
+                   if isinstance(e, Note) and isinstance(e.extra.get("atif"), dict)), None)
     steps: list[dict[str, Any]] = []
     by_seq: dict[Any, tuple[dict, str]] = {}  # tool_call seq -> (its step, its tool_call_id)
     pending: list[tuple[dict, str, str]] = []  # calls the last model turn announced: (step, id, name)
@@ -231,56 +233,56 @@ def to_atif(rollout: dict[str, Any], events: list[dict[str, Any]], *, tools: lis
         seen_users = max(seen_users, len(users))
 
     for e in events:
-        kind, p, ts = e["kind"], e["payload"], e.get("ts")
-        if kind == "model_request":
+        ts = e.ts
+        if isinstance(e, ModelRequest):
             requested = True
-            framing(p.get("messages") or [])
-        elif kind == "model_response":
-            msg = p.get("message") or {}
-            step: dict[str, Any] = {"source": "agent", "timestamp": ts, "message": _text(msg.get("content")),
-                                    "llm_call_count": 1}
-            if p.get("model"):
-                step["model_name"] = str(p["model"])
+            framing(e.messages or [])
+        elif isinstance(e, ModelResponse):
+            msg = e.message or {}
+            step = {"source": "agent", "timestamp": ts, "message": _text(msg.get("content")), "llm_call_count": 1}
+            if e.model:
+                step["model_name"] = str(e.model)
             if msg.get("reasoning_content"):
                 step["reasoning_content"] = str(msg["reasoning_content"])
             calls: list[dict[str, Any]] = []
             for j, c in enumerate(msg.get("tool_calls") or []):
                 fn = c.get("function") or {}
-                calls.append({"tool_call_id": str(c.get("id") or f"call_{e['seq']}_{j}"),
+                calls.append({"tool_call_id": str(c.get("id") or f"call_{e.seq}_{j}"),
                               "function_name": str(fn.get("name", "")), "arguments": _arguments(fn.get("arguments"))})
             if calls:
                 step["tool_calls"] = calls
-            usage = p.get("usage") or {}
+            usage = e.usage or {}
             metrics = {k: usage[k] for k in ("prompt_tokens", "completion_tokens") if isinstance(usage.get(k), int)}
-            for key in ("prompt_token_ids", "completion_token_ids", "logprobs"):
-                if p.get(key) is not None:
-                    metrics[key] = list(p[key])
+            for key, value in (("prompt_token_ids", e.prompt_token_ids),
+                               ("completion_token_ids", e.completion_token_ids), ("logprobs", e.logprobs)):
+                if value is not None:
+                    metrics[key] = list(value)
             if metrics:
                 step["metrics"] = metrics
             add(step)
             pending = [(step, c["tool_call_id"], c["function_name"]) for c in calls]
-        elif kind == "tool_call":
+        elif isinstance(e, ToolCall):
             if not steps and not requested:
                 for m in preamble:
                     add({"source": "system" if m["role"] == "system" else "user", "message": _text(m["content"])})
-            name = str(p.get("tool", ""))
+            name = "" if e.tool is None else str(e.tool)
             match = next((x for x in pending if x[2] == name), None)
             if match is not None:
                 pending.remove(match)
-                by_seq[e["seq"]] = (match[0], match[1])
+                by_seq[e.seq] = (match[0], match[1])
             else:  # a call no model turn made: a step of its own (an imported one keeps its id)
-                cid = str(p.get("id") or f"call_{e['seq']}")
+                cid = str(e.id or f"call_{e.seq}")
                 step = add({"source": "agent", "timestamp": ts, "message": "", "llm_call_count": 0,
                             "tool_calls": [{"tool_call_id": cid, "function_name": name,
-                                            "arguments": got if isinstance(got := p.get("args"), dict) else {}}]})
-                by_seq[e["seq"]] = (step, cid)
-        elif kind == "tool_result":
-            found = by_seq.get(p.get("call"))
+                                            "arguments": e.args if isinstance(e.args, dict) else {}}]})
+                by_seq[e.seq] = (step, cid)
+        elif isinstance(e, ToolResult):
+            found = by_seq.get(e.call) if isinstance(e.call, int) else None
             if found is None:
                 continue
             step, cid = found
-            result: dict[str, Any] = {"source_call_id": cid, "content": str(p.get("content", ""))}
-            if p.get("is_error"):
+            result: dict[str, Any] = {"source_call_id": cid, "content": "" if e.content is None else str(e.content)}
+            if e.is_error:
                 result["extra"] = {"is_error": True}
             step.setdefault("observation", {"results": []})["results"].append(result)
     if not steps:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clawsdk.models import toolcalls
+from clawsdk.store.events import ModelRequest, ModelResponse, StoredEvent
 
 __all__ = ["Call", "branches", "call_tree"]
 
@@ -27,8 +28,8 @@ __all__ = ["Call", "branches", "call_tree"]
 @dataclass
 class Call:
     seq: int  # the model_request's seq
-    request: dict[str, Any]
-    response: dict[str, Any] | None  # the model_response answering it, if any
+    request: ModelRequest
+    response: ModelResponse | None  # the model_response answering it, if any
     relation: str = "root"  # root | extends | retry | compaction | side
     parent: int | None = None  # the call it extends (for a retry: the call its first attempt extends)
     retry_of: int | None = None  # a retry: the first call with this prompt
@@ -38,7 +39,7 @@ class Call:
     @property
     def answered(self) -> bool:
         r = self.response
-        return r is not None and isinstance(r.get("message"), dict) and "error" not in r
+        return r is not None and isinstance(r.message, dict) and r.error is None
 
 
 def _text(content: Any) -> str:
@@ -54,26 +55,28 @@ def message_key(m: dict[str, Any]) -> str:
     return json.dumps([role, _text(m.get("content")).strip(), calls], sort_keys=True, ensure_ascii=False)
 
 
-def _keys(request: dict[str, Any]) -> list[str]:
-    return [message_key(m) for m in request.get("messages") or [] if isinstance(m, dict)]
+def _keys(request: ModelRequest) -> list[str]:
+    messages = request.messages if isinstance(request.messages, list) else []
+    return [message_key(m) for m in messages if isinstance(m, dict)]
 
 
-def call_tree(events: list[dict[str, Any]]) -> list[Call]:
+def call_tree(events: list[StoredEvent]) -> list[Call]:
     """The rollout attempt's model calls, in order, each with its place in the prefix tree."""
-    responses = {e["payload"].get("request"): e["payload"] for e in events if e["kind"] == "model_response"}
+    responses = {e.request: e for e in events if isinstance(e, ModelResponse) and isinstance(e.request, int)}
     calls: list[Call] = []
     pending: list[Call] = []  # calls without a response naming them: answered in order (older stores)
     for e in events:
-        if e["kind"] == "model_request":
-            call = Call(seq=e["seq"], request=e["payload"], response=responses.get(e["seq"]))
+        if isinstance(e, ModelRequest):
+            call = Call(seq=e.seq, request=e, response=responses.get(e.seq))  # type: ignore[arg-type]
             calls.append(call)
             if call.response is None:
                 pending.append(call)
-        elif e["kind"] == "model_response" and e["payload"].get("request") is None and pending:
-            pending.pop(0).response = e["payload"]
+        elif isinstance(e, ModelResponse) and e.request is None and pending:
+            pending.pop(0).response = e
     by_seq = {c.seq: c for c in calls}
     keys = {c.seq: _keys(c.request) for c in calls}
-    answers = {c.seq: message_key({**c.response["message"], "role": "assistant"}) for c in calls if c.answered and c.response}
+    answers = {c.seq: message_key({**c.response.message, "role": "assistant"})  # type: ignore[union-attr]
+               for c in calls if c.answered}
     first_with: dict[str, int] = {}  # prompt -> the first call with it
     for i, call in enumerate(calls):
         mine = keys[call.seq]

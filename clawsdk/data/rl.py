@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from clawsdk.data.calltree import Call, branches, call_tree
+from clawsdk.store.events import ModelResponse, StoredEvent
 
 __all__ = ["episode_rows", "export_tokens"]
 
 
-def _logprobs(response: dict[str, Any], n: int) -> list[float]:
+def _logprobs(response: ModelResponse | None, n: int) -> list[float]:
     """The sampled tokens' logprobs as floats (vLLM's {"content": [{logprob}]} or a list), padded to `n`."""
-    lp = response.get("logprobs")
+    lp = response.logprobs if response is not None else None
     if isinstance(lp, dict):
         lp = [t.get("logprob", 0.0) if isinstance(t, dict) else 0.0 for t in lp.get("content") or []]
     values = [float(x) for x in lp] if isinstance(lp, list) else []
@@ -40,11 +41,17 @@ def _logprobs(response: dict[str, Any], n: int) -> list[float]:
 
 
 def _ids(call: Call) -> tuple[list[int], list[int]] | None:
-    r = call.response or {}
-    prompt, completion = r.get("prompt_token_ids"), r.get("completion_token_ids")
+    r = call.response
+    if r is None:
+        return None
+    prompt, completion = r.prompt_token_ids, r.completion_token_ids
     if isinstance(prompt, list) and isinstance(completion, list) and completion:
         return list(prompt), list(completion)
     return None
+
+
+def _finish_reason(call: Call) -> Any:
+    return call.response.finish_reason if call.response is not None else None
 
 
 def _from_ids(chain: list[Call]) -> list[dict[str, Any]]:
@@ -66,9 +73,9 @@ def _from_ids(chain: list[Call]) -> list[dict[str, Any]]:
         start = len(row["completion_ids"])
         row["completion_ids"] += completion
         row["completion_mask"] += [1] * len(completion)
-        row["completion_logprobs"] += _logprobs(call.response or {}, len(completion))
+        row["completion_logprobs"] += _logprobs(call.response, len(completion))
         row["turns"].append({"call": call.seq, "start": start, "end": start + len(completion),
-                             "finish_reason": (call.response or {}).get("finish_reason")})
+                             "finish_reason": _finish_reason(call)})
         row["calls"].append(call.seq)
         so_far = row["prompt_ids"] + row["completion_ids"]
     return rows
@@ -79,8 +86,8 @@ def _retokenized(chain: list[Call], tokenizer: Any) -> dict[str, Any]:
     from clawsdk.data.tokenize import encode_chat
 
     leaf = chain[-1]
-    messages = [*leaf.request.get("messages", []), {**leaf.response["message"], "role": "assistant"}]  # type: ignore[index]
-    ids, mask = encode_chat(tokenizer, messages, leaf.request.get("tools"))
+    messages = [*(leaf.request.messages or []), {**leaf.response.message, "role": "assistant"}]  # type: ignore[union-attr]
+    ids, mask = encode_chat(tokenizer, messages, leaf.request.tools)
     cut = mask.index(1) if 1 in mask else len(ids)
     turns, start = [], None
     for i, m in enumerate([*mask[cut:], 0]):
@@ -92,12 +99,12 @@ def _retokenized(chain: list[Call], tokenizer: Any) -> dict[str, Any]:
     # not strict: a chat template may render fewer assistant turns than the chain has calls
     for turn, call in zip(turns, chain, strict=False):
         turn["call"] = call.seq
-        turn["finish_reason"] = (call.response or {}).get("finish_reason")
+        turn["finish_reason"] = _finish_reason(call)
     return {"prompt_ids": ids[:cut], "completion_ids": ids[cut:], "completion_mask": mask[cut:],
             "completion_logprobs": None, "turns": turns, "calls": [c.seq for c in chain], "retokenized": True}
 
 
-def episode_rows(events: list[dict[str, Any]], *, tokenizer: Any = None) -> tuple[list[dict[str, Any]], str | None]:
+def episode_rows(events: list[StoredEvent], *, tokenizer: Any = None) -> tuple[list[dict[str, Any]], str | None]:
     """The token rows of one rollout attempt's events, and why a branch was left out (None if none was)."""
     calls = call_tree(events)
     rows, why = [], None

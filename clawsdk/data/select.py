@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from clawsdk.data.trajectory import PromptStyle, Trajectory, tool_listing, trajectory_from_events
+from clawsdk.store.events import EventError, ModelResponse, StoredEvent
 
 __all__ = ["Candidate", "HeldOut", "Selection", "SelectionResult", "load_candidates", "select"]
 
@@ -171,9 +172,13 @@ def load_candidates(store: Any, selection: Selection, style: PromptStyle | None 
     out = []
     tasks: dict[str, Any] = {}
     for row in store.query(sql, params):
-        events = store.events(row["id"], row["attempt"])
+        try:
+            events = store.events(row["id"], row["attempt"], strict=True)
+        except EventError as e:  # a payload another writer damaged: that rollout is left out, saying where
+            out.append(Candidate(row, None, row["reward"], reason=f"unreadable: {e}"))
+            continue
         listing = None
-        kinds = {e["kind"] for e in events}
+        kinds = {e.kind for e in events}
         if "model_request" in kinds and "model_response" not in kinds:
             # the model was asked and never answered (a model_error): no conversation to learn from,
             # and the tool-call replay would put words in a model's mouth
@@ -213,11 +218,11 @@ def _why(e: Exception, rollout_id: str) -> str:
     return text if rollout_id in text else f"rollout {rollout_id}: {type(e).__name__}: {text}"
 
 
-def _truncated(events: list[dict[str, Any]]) -> str:
+def _truncated(events: list[StoredEvent]) -> str:
     """The drop reason when a model reply was cut at its token limit, else "": the conversation would
     teach that a half-written answer (or tool call) ends a turn."""
-    replies = [e["payload"] for e in events if e["kind"] == "model_response"]
-    cut = [i for i, p in enumerate(replies, 1) if p.get("finish_reason") == "length"]
+    replies = [e for e in events if isinstance(e, ModelResponse)]
+    cut = [i for i, p in enumerate(replies, 1) if p.finish_reason == "length"]
     if not cut:
         return ""
     return (f"truncated: model reply {cut[0]} of {len(replies)} was cut at its token limit "

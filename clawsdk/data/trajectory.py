@@ -19,6 +19,7 @@ from clawsdk.data.rows import row_problem
 from clawsdk.data.tokenize import find_control_token
 from clawsdk.models import toolcalls
 from clawsdk.models.completion import content_text
+from clawsdk.store.events import ErrorEvent, ModelRequest, ModelResponse, StoredEvent, ToolCall, ToolResult
 
 #: the agent name of rollouts served to an external MCP client (`clawsdk serve`: "mcp:CLIENT")
 SERVED = "mcp:"
@@ -78,24 +79,24 @@ def new_call_id(rollout_id: str, n: int) -> str:
     return f"call_{rollout_id[-8:]}_{n}"
 
 
-def tool_calls_answered(events: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-    """Each `tool_call` event, in order, with the payload of the `tool_result` answering it (None: none did).
+def tool_calls_answered(events: list[StoredEvent]) -> list[tuple[ToolCall, ToolResult | None]]:
+    """Each `tool_call` event, in order, with the `tool_result` answering it (None: none did).
 
     A result names its call (`call`: the seq of the `tool_call` event): calls made concurrently (an
     external agent over `clawsdk serve`) finish, and are recorded, in any order. Results recorded
     before they named their call (older stores) answer the calls left, in order, as they always did."""
-    calls = [e for e in events if e["kind"] == "tool_call"]
-    by_seq = {e["seq"]: i for i, e in enumerate(calls) if e.get("seq") is not None}
-    answers: dict[int, dict[str, Any]] = {}
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    by_seq = {e.seq: i for i, e in enumerate(calls) if e.seq is not None}
+    answers: dict[int, ToolResult] = {}
     unnamed = []
     for e in events:
-        if e["kind"] != "tool_result":
+        if not isinstance(e, ToolResult):
             continue
-        i = by_seq.get(e["payload"].get("call"))
+        i = by_seq.get(e.call) if isinstance(e.call, int) else None
         if i is None:
-            unnamed.append(e["payload"])
+            unnamed.append(e)
         else:
-            answers.setdefault(i, e["payload"])
+            answers.setdefault(i, e)
     left = [i for i in range(len(calls)) if i not in answers]
     answers.update(zip(left, unnamed, strict=False))  # in order; either list may be the longer
     return [(call, answers.get(i)) for i, call in enumerate(calls)]
@@ -169,26 +170,27 @@ def _canonical_calls(message: dict[str, Any], rollout_id: str, start: int) -> di
     return {**message, "tool_calls": calls}
 
 
-def _answered(events: list[dict[str, Any]], rid: str) -> tuple[dict[str, Any], dict[str, Any], list[dict]]:
+def _answered(events: list[StoredEvent], rid: str) -> tuple[ModelResponse, ModelRequest, list[ModelResponse]]:
     """The last model reply (a response with a `message` and no `error`: an error answer, an abandoned
     stream or a stream that broke off with an error event is none), the payload of the request it
     answers, and the replies recorded before that request (the turns its history may hold)."""
-    replies = [i for i, e in enumerate(events) if e["kind"] == "model_response"
-               and isinstance(e["payload"].get("message"), dict) and "error" not in e["payload"]]
+    replies = [i for i, e in enumerate(events) if isinstance(e, ModelResponse)
+               and isinstance(e.message, dict) and e.error is None]
     if not replies:
         raise ValueError(f"rollout {rid} has no model reply recorded (its model call failed): "
                          f"no conversation to rebuild")
-    reply = events[replies[-1]]["payload"]
+    reply = events[replies[-1]]
+    assert isinstance(reply, ModelResponse)
     # a reply names its request (`request`: its seq) where a client may have several calls in flight;
     # one that does not (older stores, the tool-loop agent, which calls one at a time) answers the last
     # request before it
-    asked = [(i, e) for i, e in enumerate(events[:replies[-1]]) if e["kind"] == "model_request"]
-    if reply.get("request") is not None:
-        asked = [(i, e) for i, e in asked if e.get("seq") == reply["request"]] or asked
+    asked = [(i, e) for i, e in enumerate(events[:replies[-1]]) if isinstance(e, ModelRequest)]
+    if reply.request is not None:
+        asked = [(i, e) for i, e in asked if e.seq == reply.request] or asked
     if not asked:
         raise ValueError(f"rollout {rid}: its last model reply answers no recorded request")
     at, request = asked[-1]
-    return reply, request["payload"], [events[i]["payload"] for i in replies if i < at]
+    return reply, request, [events[i] for i in replies if i < at]  # type: ignore[misc]
 
 
 def _said(message: dict[str, Any], where: str) -> str:
@@ -201,7 +203,7 @@ def _said(message: dict[str, Any], where: str) -> str:
     return json.dumps([(m.get("content") or "").strip(), calls], sort_keys=True, ensure_ascii=False)
 
 
-def _check_backed(history: list[dict[str, Any]], replies: list[dict[str, Any]], rid: str,
+def _check_backed(history: list[dict[str, Any]], replies: list[ModelResponse], rid: str,
                   tool_loop: bool) -> None:
     """Raise ValueError (`unverified: ...`) unless each assistant turn of `history` (the messages the last
     request sent) is, in order, a reply the model gave in this attempt, each reply backing one turn. A
@@ -209,8 +211,8 @@ def _check_backed(history: list[dict[str, Any]], replies: list[dict[str, Any]], 
     trained on as the model's, with the rollout's reward."""
     said: list[set[str]] = []
     for p in replies:
-        options = [p["message"]] + [c["message"] for c in p.get("choices") or []
-                                    if isinstance(c, dict) and isinstance(c.get("message"), dict)]
+        options = [p.message] + [c["message"] for c in p.choices or []
+                                 if isinstance(c, dict) and isinstance(c.get("message"), dict)]
         keys = set()
         for m in options:
             try:
@@ -265,7 +267,7 @@ def _strip(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def trajectory_from_events(
     rollout: dict[str, Any],
-    events: list[dict[str, Any]],
+    events: list[StoredEvent],
     *,
     listing: tuple[list[dict], dict[str, str]] | None = None,
     style: PromptStyle | None = None,
@@ -275,13 +277,10 @@ def trajectory_from_events(
     only for rollouts without model events; get it with `tool_listing(task)`."""
     style = style or PromptStyle()
     rid = rollout["id"]
-    tool_results = [e["payload"] for e in events if e["kind"] == "tool_result"]
-    n_calls = sum(1 for e in events if e["kind"] == "tool_call")
-    n_errors = sum(1 for p in tool_results if p.get("is_error"))
-    n_errors += sum(
-        1 for e in events if e["kind"] == "error" and e["payload"].get("kind") == "malformed_tool_call"
-    )
-    requests = [e for e in events if e["kind"] == "model_request"]
+    n_calls = sum(1 for e in events if isinstance(e, ToolCall))
+    n_errors = sum(1 for e in events if isinstance(e, ToolResult) and e.is_error)
+    n_errors += sum(1 for e in events if isinstance(e, ErrorEvent) and e.error_kind == "malformed_tool_call")
+    requests = [e for e in events if isinstance(e, ModelRequest)]
     base = dict(
         rollout_id=rid,
         attempt=rollout.get("attempt", 0),
@@ -292,14 +291,14 @@ def trajectory_from_events(
     )
     if requests:
         reply, asked, earlier = _answered(events, rid)
-        messages = [_message(m, f"rollout {rid}: messages[{i}]") for i, m in enumerate(asked["messages"])]
-        prefill = (asked.get("params") or {}).get("continue_final_message")
+        messages = [_message(m, f"rollout {rid}: messages[{i}]") for i, m in enumerate(asked.messages)]
+        prefill = (asked.params or {}).get("continue_final_message")
         if prefill or (messages and messages[-1]["role"] == "assistant"):
             raise ValueError(f"rollout {rid}: unverified: its last request ends with an assistant turn for "
                              f"the model to go on from (a prefill, continue_final_message): the reply finishes "
                              f"a turn the client began, not one the model wrote whole")
         # the reply is the assistant's turn, whatever role (if any) its server wrote
-        final = _message({**reply["message"], "role": "assistant"}, f"rollout {rid}: the last reply")
+        final = _message({**reply.message, "role": "assistant"}, f"rollout {rid}: the last reply")
         # only the tool-loop agent calls tools in text; another agent's prose that quotes a call
         # (`<tool_call>...`) did not make one
         messages.append(_normalise_assistant(final) if rollout.get("agent") == "tool-loop" else final)
@@ -329,11 +328,10 @@ def trajectory_from_events(
             later = ", ".join(names[names.index("finish") + 1:])
             raise ValueError(f"rollout {rid}: its last reply calls {later} after finish, which ended the "
                              f"rollout: they never ran")
-        messages, tools = _strip(canon), list(asked.get("tools") or [])
+        messages, tools = _strip(canon), list(asked.tools or [])
         _checked(rid, messages, tools)
-        responses = [e for e in events if e["kind"] == "model_response"]
         # what a server (or a client of the proxy) reported: a count that is not an int counts as none
-        counts = [(r["payload"].get("usage") or {}).get("completion_tokens") for r in responses]
+        counts = [(e.usage or {}).get("completion_tokens") for e in events if isinstance(e, ModelResponse)]
         tokens = sum(c for c in counts if isinstance(c, int) and not isinstance(c, bool))
         return Trajectory(
             messages=messages,
@@ -366,13 +364,14 @@ def trajectory_from_events(
     from clawsdk.models.prompt import truncate_middle
 
     n = 0
-    for e, result in tool_calls_answered(events):
+    for p, result in tool_calls_answered(events):
         call_id = new_call_id(rid, n)
         n += 1
-        p = e["payload"]
-        args = p.get("args")
+        if p.tool is None:
+            raise ValueError(f"rollout {rid}: the tool_call event at seq {p.seq} names no tool")
+        args = p.args
         if isinstance(args, dict) and list(args) == ["unreadable"]:  # arguments a session could not read
-            raise ValueError(f"rollout {rid}: the arguments of {p['tool']} could not be read (recorded in "
+            raise ValueError(f"rollout {rid}: the arguments of {p.tool} could not be read (recorded in "
                              f"outline: {str(args['unreadable'])[:80]}): not a call to train on")
         messages.append(
             {
@@ -383,8 +382,8 @@ def trajectory_from_events(
                         "id": call_id,
                         "type": "function",
                         "function": {
-                            "name": p["tool"],
-                            "arguments": json.dumps(p.get("args") or {}, ensure_ascii=False),
+                            "name": p.tool,
+                            "arguments": json.dumps(p.args or {}, ensure_ascii=False),
                         },
                     }
                 ],
@@ -392,13 +391,13 @@ def trajectory_from_events(
         )
         if result is None:
             break
-        text = truncate_middle(result.get("content") or "", style.max_tool_output_chars)
+        text = truncate_middle(result.content or "", style.max_tool_output_chars)
         messages.append(
             {
                 "role": "tool",
                 "tool_call_id": call_id,
-                "name": p["tool"],
-                "content": f"error: {text}" if result.get("is_error") else text,
+                "name": p.tool,
+                "content": f"error: {text}" if result.is_error else text,
             }
         )
     if style.finish_tool:

@@ -26,6 +26,8 @@ from clawsdk.mcp.toolhost.inside import SEPARATOR as HOSTED_SEPARATOR
 from clawsdk.mcp.toolkit import bounded_result
 from clawsdk.models.prompt import FINISH_TOOL
 from clawsdk.sandbox.toolruntime import ServerRef
+from clawsdk.store.events import ErrorEvent, Note, ToolCall
+from clawsdk.store.events import ToolResult as ToolResultEvent
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import Limits, McpServer, Task, ToolPolicy
 
@@ -213,7 +215,7 @@ class ToolSession:
         """End the agent's work: recorded as a `finish` note; every later call is refused."""
         if self.finished.is_set():
             return ToolResult("finish was already called; the rollout has ended", is_error=True)
-        await self.recorder.record("note", {"event": "finish", "args": args if args is not None else {}})
+        await self.recorder.record(Note(event="finish", extra={"args": args if args is not None else {}}))
         self.finished.set()
         return ToolResult("finished")
 
@@ -238,7 +240,7 @@ class ToolSession:
                 else:
                     raw = await self.clients[spec.server].call_tool(spec.remote_name, args)
             except Exception as e:  # tool errors come back as results; an exception is a broken server
-                await self.recorder.record("error", {"kind": "sandbox_error", "message": f"{e}"})
+                await self.recorder.record(ErrorEvent(error_kind="sandbox_error", message=f"{e}"))
                 raise SandboxError(f"tool server {spec.server!r} failed during {name}: "
                                    f"{type(e).__name__}: {e}") from e
         if scope.cancelled_caught:
@@ -256,17 +258,13 @@ class ToolSession:
         """The `tool_result` event; `call` is the seq of its `tool_call`, so that results of calls made
         concurrently, which land in the order they finish, still pair with their calls. A call `cancelled`
         before its tool answered is neither failed nor succeeded: `is_error` null, `cancelled` true."""
-        payload: dict[str, Any] = {"tool": name, "call": call,
-                                   "is_error": None if cancelled else result.is_error, "content": result.text}
-        if cancelled:
-            payload["cancelled"] = True
-        if result.structured is not None:
-            payload["structured"] = result.structured
-        if result.host_start_s is not None:
-            payload["tool_host_start_ms"] = round(result.host_start_s * 1000, 1)
-        ms = (time.perf_counter() - started) * 1000
+        host_ms = None if result.host_start_s is None else round(result.host_start_s * 1000, 1)
+        event = ToolResultEvent(tool=name, call=call, is_error=None if cancelled else result.is_error,
+                                content=result.text, cancelled=True if cancelled else None,
+                                structured=result.structured, tool_host_start_ms=host_ms,
+                                duration_ms=(time.perf_counter() - started) * 1000)
         with anyio.CancelScope(shield=True):  # a cancellation here would lose a result the call already has
-            await self.recorder.record("tool_result", payload, duration_ms=ms)
+            await self.recorder.record(event)
 
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool; unknown tools, bad arguments and timeouts come back as error results.
@@ -282,7 +280,7 @@ class ToolSession:
         problem = arguments_problem(args)
         if problem:  # recorded in outline (reprlib caps depth and length): it may not even encode
             args = {"unreadable": reprlib.repr(args)}
-        call = await self.recorder.record("tool_call", {"tool": name, "args": args})
+        call = await self.recorder.record(ToolCall(tool=name, args=args))
         started = time.perf_counter()
         try:
             result = await self._answer(name, args, problem)

@@ -33,6 +33,7 @@ from clawsdk.proxy.openai_chat import Assembly, OpenAIChat, bad_upstream, respon
 from clawsdk.proxy.openai_responses import OpenAIResponses
 from clawsdk.proxy.upstream import HttpUpstream, UpstreamError, chunks_of
 from clawsdk.runtime.concurrency import report_model_status
+from clawsdk.store.events import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
     from clawsdk.proxy.wire import Protocol
@@ -207,10 +208,9 @@ class ModelProxy:
         abandoned, with what had come of it."""
         self.n_requests += 1
         chat, params = protocol.to_chat(body)
-        request = {"messages": chat.get("messages"), "tools": chat.get("tools"), "params": params}
-        if protocol.name != OpenAIChat.name:
-            request["protocol"] = protocol.name
-        asked = await recorder.record("model_request", request) if recorder is not None else None
+        request = ModelRequest(messages=chat.get("messages"), tools=chat.get("tools"), params=params,
+                               protocol=None if protocol.name == OpenAIChat.name else protocol.name)
+        asked = await recorder.record(request) if recorder is not None else None
         started = time.perf_counter()
         call = _Call()
         stream = bool(chat.get("stream"))
@@ -225,7 +225,7 @@ class ModelProxy:
             if failed is not None and getattr(recorder, "agents_own", lambda: True)():
                 self._ended(failed)
             if recorder is not None:  # `request` names the request this answers: several may be in flight
-                await recorder.record("model_response", {**payload, "request": asked},
+                await recorder.record(ModelResponse.from_payload({**payload, "request": asked}),
                                       duration_ms=(time.perf_counter() - started) * 1000)
 
         async def cut_short(why: str, failed: bool | None) -> None:

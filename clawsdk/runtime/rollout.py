@@ -26,6 +26,7 @@ from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierErro
 from clawsdk.mcp.session import ToolSession, ToolSource, ToolSpec
 from clawsdk.runtime.agent import AgentContext
 from clawsdk.sandbox.toolruntime import server_ref
+from clawsdk.store.events import ErrorEvent, Note
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import McpServer
 from clawsdk.verify.verdict import Verdict, VerifyContext
@@ -128,11 +129,11 @@ async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Reg
 
 async def _end_turn(sandbox: Sandbox, recorder: Recorder) -> None:
     if removed := await sandbox.end_turn():
-        await recorder.record("note", {
-            "event": "end_turn", "removed": removed[:100], "count": len(removed),
+        await recorder.record(Note(event="end_turn", extra={
+            "removed": removed[:100], "count": len(removed),
             "why": "paths in the workspace: FIFOs, sockets, devices and links out of it the agent left, removed "
                    "(no verifier can read them); ~/ paths: what the agent left in HOME (dot files, folders "
-                   "beside the workspace), moved aside (the verifier's commands read their startup files there)"})
+                   "beside the workspace), moved aside (the verifier's commands read their startup files there)"}))
 
 
 async def list_tools(task: Task, registry: Registry) -> tuple[list[ToolSpec], dict[str, str]]:
@@ -201,7 +202,7 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
             if sandbox.failure:  # the agent may have swallowed the error: the sandbox still broke
                 raise SandboxError(f"the sandbox broke: {sandbox.failure}")
             if error:
-                await recorder.record("error", {"kind": kind.value, "message": error})
+                await recorder.record(ErrorEvent(error_kind=kind.value, message=error))
         # the workspace is scored whatever the agent's ending: it is what the agent left
         if limiter is not None:
             async with limiter:
@@ -222,12 +223,10 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
         # a verifier that scored part of the work (a hybrid without its judge) keeps that part, unscored
         verdict = getattr(exc, "partial_verdict", None)
         retryable = getattr(exc, "retryable", True)
-        event = {"kind": kind.value, "message": error}
-        # what a model backend answered, when that was the problem
-        if (answered := getattr(exc, "raw", None)) is not None:
-            event["raw"] = answered
+        # `raw`: what a model backend answered, when that was the problem
+        event = ErrorEvent(error_kind=kind.value, message=error, raw=getattr(exc, "raw", None))
         with anyio.CancelScope(shield=True):
-            await recorder.record("error", event)
+            await recorder.record(event)
     finally:
         if sandbox is not None:
             with anyio.CancelScope(shield=True):
@@ -243,8 +242,8 @@ async def attempt_rollout(task: Task, agent: Agent, make_sandbox: Any, recorder:
 async def record_start(writer: StoreWriter, *, rollout_id: str, run_id: str, task: Task, sample: int, attempt: int,
                        agent: str, model: str | None) -> None:
     """The rollout row of a new attempt, `running`."""
-    await writer.put("start_rollout", rollout_id=rollout_id, run_id=run_id, task_id=task.id, task_hash=task.hash,
-                     sample=sample, attempt=attempt, agent=agent, model=model)
+    await writer.start_rollout(rollout_id=rollout_id, run_id=run_id, task_id=task.id, task_hash=task.hash,
+                               sample=sample, attempt=attempt, agent=agent, model=model)
 
 
 async def record_ending(writer: StoreWriter, rollout_id: str, attempt: int, res: AttemptResult, *,
@@ -256,9 +255,9 @@ async def record_ending(writer: StoreWriter, rollout_id: str, attempt: int, res:
     scored = res.kind.scored and v is not None
     status = "cancelled" if res.kind is FailureKind.CANCELLED else "finished" if last else "retrying"
     with anyio.CancelScope(shield=True):
-        await writer.put(
-            "finish_rollout", rollout_id=rollout_id, attempt=attempt, status=status, failure_kind=res.kind.value,
-            scored=scored, reward=v.score if scored and v else None, passed=v.passed if scored and v else None, error=res.error,
+        await writer.finish_rollout(
+            rollout_id=rollout_id, attempt=attempt, status=status, failure_kind=res.kind.value,
+            scored=scored, reward=v.score if scored else None, passed=v.passed if scored else None, error=res.error,
             n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls, duration_s=res.duration_s,
             verdict=v.model_dump(mode="json") if v else None,
         )

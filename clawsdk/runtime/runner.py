@@ -251,7 +251,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
                     await lifecycle.record_tasks(tasks, task_errors)
 
                     async def record_control(**row: Any) -> None:
-                        await writer.put("record_run_control", run_id=run_id, level=slots.level, paused=slots.paused,
+                        await writer.record_run_control(run_id=run_id, level=slots.level, paused=slots.paused,
                                          **row)
 
                     # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto`

@@ -50,6 +50,7 @@ from clawsdk.runtime.rollout import (
     record_ending,
 )
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.events import Note
 from clawsdk.store.lifecycle import RunLifecycle
 from clawsdk.store.recorder import Recorder
 from clawsdk.store.store import Store
@@ -141,7 +142,7 @@ class ExternalSession(Agent):
         if live.end_reason == "server stopped":
             raise RolloutCancelled("the server stopped before the session ended")
         if live.end_reason != "finish":
-            await ctx.recorder.record("note", {"event": "session_ended", "reason": live.end_reason})
+            await ctx.recorder.record(Note(event="session_ended", extra={"reason": live.end_reason}))
 
 
 class LiveRollout:
@@ -437,7 +438,7 @@ class RolloutHost:
         live = self.sessions.get(id(connection)) if connection is not None else None
         if live is None or live.ended.is_set() or self.failure is not None:
             return
-        await live.recorder.record("note", {"event": "task_read", "via": via})
+        await live.recorder.record(Note(event="task_read", extra={"via": via}))
 
     def instructions(self) -> str:
         """The task's instruction and the instructions of its tool servers, for the client's system prompt."""

@@ -52,8 +52,8 @@ class RunLifecycle:
     async def __aenter__(self) -> RunLifecycle:
         await self.writer.__aenter__()
         try:
-            await self.writer.put("upsert_run", run_id=self.run_id, status="running", **self._run)
-            await self.writer.put("set_run_status", run_id=self.run_id, status="running")  # a resumed run's error goes
+            await self.writer.upsert_run(run_id=self.run_id, status="running", **self._run)
+            await self.writer.set_run_status(run_id=self.run_id, status="running")  # a resumed run's error goes
         except BaseException as e:
             await self.writer.__aexit__(type(e), e, e.__traceback__)
             raise
@@ -63,9 +63,9 @@ class RunLifecycle:
         """The tasks (once per content hash) and the task files that could not be loaded, beside the run; then
         flushed, so that a rollout another process claims finds them in."""
         for task in {t.hash: t for t in tasks}.values():
-            await self.writer.put("upsert_task", task=task)
+            await self.writer.upsert_task(task=task)
         for err in errors:
-            await self.writer.put("record_task_error", run_id=self.run_id, path=err.path, field=err.field,
+            await self.writer.record_task_error(run_id=self.run_id, path=err.path, field=err.field,
                                   task_id=err.task_id, message=err.message)
         await self.writer.flush()
 
@@ -94,7 +94,7 @@ class RunLifecycle:
         with anyio.CancelScope(shield=True):
             if self.shared and self.writer.error is None and self.status != "failed":
                 # unless another process still records into the run (Store.end_run)
-                await self.writer.put("end_run", run_id=self.run_id, status=self.status)
+                await self.writer.end_run(run_id=self.run_id, status=self.status)
         try:
             await self.writer.__aexit__(exc_type, exc, tb)
         finally:

@@ -10,25 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from clawsdk.store.events import EVENT_KINDS, LINKS, Event, StoredEvent, event_of, parse_event
 from clawsdk.store.store import dumps, now
 
 if TYPE_CHECKING:
     from clawsdk.store.writer import StoreWriter
 
-EVENT_KINDS = (
-    "model_request",
-    "model_response",
-    "tool_call",
-    "tool_result",
-    "sandbox_exec",
-    "verifier",
-    "error",
-    "note",
-)
-_KINDS = frozenset(EVENT_KINDS)
+__all__ = ["EVENT_KINDS", "Recorder", "Stopwatch"]
 
-#: payload fields that name another event of the attempt by its seq
-LINKS = {"tool_result": "call", "model_response": "request"}
+#: the types record() takes (typing.get_args of the union, spelled out: a set lookup per event)
+_EMITTED = frozenset(Event.__args__)  # type: ignore[attr-defined]
 
 
 class Recorder:
@@ -45,7 +36,7 @@ class Recorder:
         self.n_tool_calls = 0
         self.n_model_calls = 0
         self.keep = keep or writer is None
-        self.kept: list[dict] = []
+        self.kept: list[StoredEvent] = []
         self.remote_seqs: dict[int, int] = {}  # record_rows: a seq that moved, where it was recorded -> here
         #: the run's pause gate (`Slots`): a model call waits at its model_request while the run is paused
         self.gate: Any = None
@@ -64,17 +55,28 @@ class Recorder:
         elif kind == "model_request":
             self.n_model_calls += 1
         if self.keep:
-            if payload is None:
-                payload = json.loads(raw or "null")
-            self.kept.append({"seq": seq, "kind": kind, "ts": ts, "duration_ms": duration_ms,
-                              "payload": payload})
+            self.kept.append(parse_event({"seq": seq, "kind": kind, "ts": ts, "duration_ms": duration_ms,
+                                          "payload": payload if payload is not None else raw}))
         return (self.rollout_id, self.attempt, seq, kind, ts, duration_ms, raw)
 
-    async def record(self, kind: str, payload: dict[str, Any], *, duration_ms: float | None = None) -> int:
-        if kind not in _KINDS:
-            raise ValueError(f"unknown event kind {kind!r}; one of {EVENT_KINDS}")
+    async def record(self, event: Event | str, payload: dict[str, Any] | None = None, *,
+                     duration_ms: float | None = None) -> int:
+        """Record `event` (one of clawsdk.store.events' kinds) as the attempt's next; returns its seq.
+        `duration_ms`: how long it took (default: the event's own).
+
+        `record(kind, payload)`, the form of earlier releases, still records: the payload is read as that
+        kind's event (its fields and order kept), so agents written against it go on working."""
+        if isinstance(event, str):
+            event = event_of(event, payload)
+        elif type(event) not in _EMITTED:
+            raise TypeError(f"record() takes an event of clawsdk.store.events ({', '.join(EVENT_KINDS)}), "
+                            f"not {type(event).__name__}")
+        kind = event.kind
+        if duration_ms is None:
+            duration_ms = event.duration_ms
         if kind == "model_request" and self.gate is not None and self.gate.paused:
             await self.wait_unpaused()
+        payload = event.payload()
         raw = dumps(payload) if self.writer is not None else None
         row = self._number(kind, now(), duration_ms, payload, raw)
         if self.writer is not None:
@@ -124,11 +126,11 @@ class Recorder:
             return raw
         return dumps({**payload, key: self.remote_seqs[seq]})
 
-    def transcript(self) -> list[dict]:
+    def transcript(self) -> list[StoredEvent]:
         """The events kept in memory (when `keep` is on)."""
         return list(self.kept)
 
-    async def events_so_far(self) -> list[dict]:
+    async def events_so_far(self) -> list[StoredEvent]:
         """Every event of this attempt so far, oldest first: kept in memory, or read back from the store.
 
         A rollout does not hold its events: they stream to the writer as they happen, so memory stays
@@ -139,15 +141,12 @@ class Recorder:
         await self.writer.flush()
         return await anyio.to_thread.run_sync(self._read_back)
 
-    def _read_back(self) -> list[dict]:
+    def _read_back(self) -> list[StoredEvent]:
         from clawsdk.store.store import Store
 
         assert self.writer is not None
         with Store(self.writer.path, readonly=True) as store:
-            rows = store.query("SELECT seq, kind, ts, duration_ms, payload FROM events "
-                               "WHERE rollout_id = ? AND attempt = ? ORDER BY seq", [self.rollout_id, self.attempt])
-        return [{"seq": r["seq"], "kind": r["kind"], "ts": r["ts"], "duration_ms": r["duration_ms"],
-                 "payload": json.loads(r["payload"] or "null")} for r in rows]
+            return store.events(self.rollout_id, self.attempt)
 
 
 class Stopwatch:

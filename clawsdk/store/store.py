@@ -17,6 +17,7 @@ import sqlite_utils
 
 from clawsdk._text import printable
 from clawsdk.errors import StoreError
+from clawsdk.store.events import StoredEvent, parse_event
 from clawsdk.store.migrations import applied, check_is_store, migrate
 
 DEFAULT_DB = Path(".clawsdk") / "clawsdk.db"
@@ -388,16 +389,17 @@ class Store:
                 raise LookupError(f"rollout id prefix {rollout_id!r} is ambiguous; give more characters")
         return rows[0] if rows else None
 
-    def events(self, rollout_id: str, attempt: int | None = None) -> list[dict]:
+    def events(self, rollout_id: str, attempt: int | None = None, *, strict: bool = False) -> list[StoredEvent]:
+        """The typed events of an attempt (default: the rollout's last), in order. A payload that is not a JSON
+        object is an `Unreadable` event, or with `strict` an EventError naming the rollout and seq."""
         if attempt is None:
             attempt_row = self.query("SELECT attempt FROM rollouts WHERE id = ?", [rollout_id])
             attempt = attempt_row[0]["attempt"] if attempt_row else 0
         rows = self.query(
-            "SELECT * FROM events WHERE rollout_id = ? AND attempt = ? ORDER BY seq", [rollout_id, attempt]
+            "SELECT rollout_id, attempt, seq, kind, ts, duration_ms, payload FROM events "
+            "WHERE rollout_id = ? AND attempt = ? ORDER BY seq", [rollout_id, attempt]
         )
-        for r in rows:
-            r["payload"] = json.loads(r["payload"])
-        return rows
+        return [parse_event(r, strict=strict) for r in rows]
 
     def verdict(self, rollout_id: str, attempt: int | None = None) -> dict | None:
         if attempt is None:

@@ -13,6 +13,7 @@ producer, and the owner (the runner) stops and settles what it started on a fres
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +36,23 @@ class _Flush:
         self.done = anyio.Event()
 
 
+class _Events(list):
+    """A batch of event rows, (rollout_id, attempt, seq, kind, ts, duration_ms, payload JSON), as one queue
+    item: recording appends to the newest one while the loop has not taken it."""
+
+    __slots__ = ()
+
+
+#: a queue item: a batch of events, a write (called with the store in the batch's transaction), a flush marker
+_Item = _Events | Callable[[Store], object] | _Flush
+
+
 class StoreWriter:
     """Use as ``async with StoreWriter(path) as writer``; every queued write is committed on exit."""
 
     def __init__(self, path: str | Path, *, buffer: int = 10_000):
         self.path = Path(path)
-        self._send, self._receive = anyio.create_memory_object_stream[Any](buffer)
+        self._send, self._receive = anyio.create_memory_object_stream[_Item](buffer)
         self._tg: TaskGroup | None = None
         self._store: Store | None = None
         self.committed_batches = 0
@@ -50,7 +62,7 @@ class StoreWriter:
         self.failed = anyio.Event()
         self.dropped = 0
         #: the rows of the newest queued batch of events, while the loop has not taken it
-        self._tail: list[tuple] | None = None
+        self._tail: _Events | None = None
         #: events queued and not yet taken by the loop; recording waits above `buffer` of them, so
         #: batching events into one queue item does not loosen the bound on memory
         self.queued_rows = 0
@@ -75,12 +87,54 @@ class StoreWriter:
             if self._store is not None:
                 self._store.close()
 
-    async def put(self, method: str, **kwargs: Any) -> None:
-        """Queue a call of ``Store.<method>(**kwargs)``."""
-        await self._send.send((method, kwargs))
+    async def _put(self, write: Callable[[Store], object]) -> None:
+        """Queue `write`, called with the store inside the batch's transaction."""
+        await self._send.send(write)
         # later events queue after this write, never into a batch before it (send() yields first:
         # another task may have queued a batch of events just before it)
         self._tail = None
+
+    # ---- the writes: each queues the `Store` method of its name (see there), applied in order -------------
+
+    async def upsert_run(self, run_id: str, *, status: str, agent: str | None = None, sandbox: str | None = None,
+                         samples: int | None = None, config: dict | None = None) -> None:
+        await self._put(lambda store: store.upsert_run(run_id, status=status, agent=agent, sandbox=sandbox,
+                                                       samples=samples, config=config))
+
+    async def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        await self._put(lambda store: store.set_run_status(run_id, status, error))
+
+    async def end_run(self, run_id: str, status: str) -> None:
+        await self._put(lambda store: store.end_run(run_id, status))
+
+    async def upsert_task(self, task: Any, source: str | None = None) -> None:
+        await self._put(lambda store: store.upsert_task(task, source))
+
+    async def start_rollout(self, *, rollout_id: str, run_id: str, task_id: str, task_hash: str, sample: int,
+                            attempt: int, agent: str | None, model: str | None) -> None:
+        await self._put(lambda store: store.start_rollout(
+            rollout_id=rollout_id, run_id=run_id, task_id=task_id, task_hash=task_hash, sample=sample,
+            attempt=attempt, agent=agent, model=model))
+
+    async def finish_rollout(self, *, rollout_id: str, attempt: int, status: str, failure_kind: str,
+                             scored: bool, reward: float | None, passed: bool | None, error: str | None,
+                             n_tool_calls: int, n_model_calls: int, duration_s: float,
+                             verdict: dict | None = None) -> None:
+        await self._put(lambda store: store.finish_rollout(
+            rollout_id=rollout_id, attempt=attempt, status=status, failure_kind=failure_kind, scored=scored,
+            reward=reward, passed=passed, error=error, n_tool_calls=n_tool_calls, n_model_calls=n_model_calls,
+            duration_s=duration_s, verdict=verdict))
+
+    async def record_task_error(self, *, run_id: str | None, path: str, message: str, field: str | None = None,
+                                task_id: str | None = None) -> None:
+        await self._put(lambda store: store.record_task_error(run_id=run_id, path=path, message=message,
+                                                              field=field, task_id=task_id))
+
+    async def record_run_control(self, *, run_id: str, source: str, actor: str, action: str, level: int | None,
+                                 paused: bool, reason: str | None, detail: dict | None = None) -> None:
+        await self._put(lambda store: store.record_run_control(run_id=run_id, source=source, actor=actor,
+                                                               action=action, level=level, paused=paused,
+                                                               reason=reason, detail=detail))
 
     async def events(self, rows: list[tuple]) -> None:
         # The hot path of recording. Events join the last queued batch of events while the loop has
@@ -96,13 +150,13 @@ class StoreWriter:
         if tail is not None and len(tail) < TAIL_ROWS:
             tail.extend(rows)
             return
-        batch = list(rows)
+        batch = _Events(rows)
         self._tail = None
         try:
-            self._send.send_nowait(("insert_events", {"rows": batch}))
+            self._send.send_nowait(batch)
         except anyio.WouldBlock:
             # the loop may have taken (and be committing) it by the time this returns: never extended
-            await self._send.send(("insert_events", {"rows": batch}))
+            await self._send.send(batch)
             self._tail = None
             return
         self._tail = batch
@@ -143,26 +197,24 @@ class StoreWriter:
                     if isinstance(item, _Flush):
                         item.done.set()
 
-    def _gather(self, batch: list[Any], start: int) -> None:
+    def _gather(self, batch: list[_Item], start: int) -> None:
         """Take what is queued into `batch`, whose items from `start` on are newly taken."""
         while len(batch) < MAX_BATCH:
             try:
                 batch.append(self._receive.receive_nowait())
             except (anyio.WouldBlock, anyio.EndOfStream):
                 break
-        self.queued_rows -= sum(len(item[1]["rows"]) for item in batch[start:]
-                                if not isinstance(item, _Flush) and item[0] == "insert_events")
+        self.queued_rows -= sum(len(item) for item in batch[start:] if isinstance(item, _Events))
         if self._room is not None and self.queued_rows < self._row_limit:
             self._room.set()
             self._room = None
         tail = self._tail
         # once the loop has the open batch of events (the newest item, so the last it took), later
         # events start a new one: this batch goes to the worker thread as it is
-        if tail is not None and any(not isinstance(item, _Flush) and item[1].get("rows") is tail
-                                    for item in reversed(batch)):
+        if tail is not None and any(item is tail for item in reversed(batch)):
             self._tail = None
 
-    def _apply(self, batch: list[Any]) -> None:
+    def _apply(self, batch: list[_Item]) -> None:
         store = self._store
         assert store is not None
         writes = [item for item in batch if not isinstance(item, _Flush)]
@@ -170,14 +222,14 @@ class StoreWriter:
             return
         with store.transaction():
             pending_events: list[tuple] = []
-            for method, kwargs in writes:
-                if method == "insert_events":
-                    pending_events.extend(kwargs["rows"])
+            for write in writes:
+                if isinstance(write, _Events):
+                    pending_events.extend(write)
                     continue
                 if pending_events:
                     store.insert_events(pending_events)
                     pending_events = []
-                getattr(store, method)(**kwargs)
+                write(store)
             if pending_events:
                 store.insert_events(pending_events)
         self.committed_batches += 1

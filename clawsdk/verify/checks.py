@@ -24,6 +24,7 @@ from pydantic import (
 
 from clawsdk import rematch
 from clawsdk.errors import FileTooLarge, PathEscapeError, VerifierError, VerifierTimeout
+from clawsdk.store.events import SandboxExec, VerifierScore
 from clawsdk.tasks.model import Count, Number
 from clawsdk.tasks.paths import normalize_relative
 from clawsdk.verify.untouched import untouched_copy
@@ -300,7 +301,7 @@ class ChecksVerifier(Verifier):
             scores[check.label()] = score
             sub = SubScore(name=check.label(), score=score, weight=check.weight, detail=detail[:2000])
             subscores.append(sub)
-            await ctx.recorder.record("verifier", {"check": sub.name, "score": score, "detail": sub.detail})
+            await ctx.recorder.record(VerifierScore(check=sub.name, score=score, detail=sub.detail))
         return Verdict.aggregate(self.name, subscores, self.pass_threshold)
 
     def check_task(self, task: Task) -> None:
@@ -338,12 +339,7 @@ class ChecksVerifier(Verifier):
     async def _exec(self, command: str, ctx: VerifyContext, limit: float, *, stage: str,
                     stdin: bytes | None = None) -> ExecResult:
         result = await ctx.sandbox.exec(command, timeout=limit, stdin=stdin)
-        await ctx.recorder.record(
-            "sandbox_exec",
-            {"command": command, "stage": stage, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
-             "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
-            duration_ms=result.duration_s * 1000,
-        )
+        await ctx.recorder.record(SandboxExec.of(command, result, stage=stage))
         return result
 
     @staticmethod

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clawsdk._text import printable
 from clawsdk.errors import ClawError, ContextOverflow, FileTooLarge, VerifierError
+from clawsdk.store.events import ModelResponse, Note, ToolCall, ToolResult, VerifierScore
 from clawsdk.tasks.model import Count, Number, VerifierSpec
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
 
@@ -416,16 +417,16 @@ class RubricVerifier(Verifier):
     async def _transcript(self, ctx: VerifyContext, cap: int = 12_000) -> str:
         lines = []
         for e in await ctx.events():
-            p = e.get("payload") or {}
             # a result names its call by the call's seq: calls made at once answer in any order
-            if e.get("kind") == "tool_call":
-                args = json.dumps(p.get("args", {}), ensure_ascii=False)[:400]
-                lines.append(f"-> #{e.get('seq')} {p.get('tool')} {args}")
-            elif e.get("kind") == "tool_result":
-                of = f"#{p['call']} " if "call" in p else ""
-                lines.append(f"<- {of}{'ERROR ' if p.get('is_error') else ''}{str(p.get('content', ''))[:400]}")
-            elif e.get("kind") == "model_response":
-                text = (p.get("message") or {}).get("content")
+            if isinstance(e, ToolCall):
+                args = json.dumps(e.args if e.args is not None else {}, ensure_ascii=False)[:400]
+                lines.append(f"-> #{e.seq} {e.tool} {args}")
+            elif isinstance(e, ToolResult):
+                of = f"#{e.call} " if e.call is not None else ""
+                content = "" if e.content is None else str(e.content)
+                lines.append(f"<- {of}{'ERROR ' if e.is_error else ''}{content[:400]}")
+            elif isinstance(e, ModelResponse):
+                text = (e.message if isinstance(e.message, dict) else {}).get("content")
                 if text:
                     lines.append(f"assistant: {str(text)[:1000]}")
         out = "\n".join(lines)
@@ -469,8 +470,8 @@ class RubricVerifier(Verifier):
                     if e.window and e.prompt_tokens:
                         shrink = min(shrink, (e.window - self.spec.max_tokens) / e.prompt_tokens * 0.8)
                     scale *= max(shrink, 0.05)
-                    await ctx.recorder.record("note", {"judge": judge_id, "context_overflow": str(e)[:500],
-                                                       "evidence_scale": round(scale, 4)})
+                    await ctx.recorder.record(Note(extra={"judge": judge_id, "context_overflow": str(e)[:500],
+                                                          "evidence_scale": round(scale, 4)}))
         finally:
             close = getattr(model, "aclose", None)
             if close is not None:
@@ -480,7 +481,7 @@ class RubricVerifier(Verifier):
         for r in self.rules:
             score, reason = scores[r.name]
             subs.append(SubScore(name=r.name[:200], score=score, weight=r.weight, detail=reason[:2000]))
-            await ctx.recorder.record("verifier", {"check": f"rubric: {r.name}", "score": score, "detail": reason})
+            await ctx.recorder.record(VerifierScore(check=f"rubric: {r.name}", score=score, detail=reason))
         return Verdict.aggregate(self.name, subs, self.spec.pass_threshold, detail=f"judged by {judge_id}")
 
     async def _judge(self, ctx: VerifyContext, model: Any, judge_id: str, key: str, db: Path | None,
@@ -496,7 +497,8 @@ class RubricVerifier(Verifier):
                 scores = parse_answer(cached, self.rules)
             except ValueError:
                 scores = None
-        await ctx.recorder.record("note", {"judge": judge_id, "prompt_hash": prompt_hash, "cached": scores is not None})
+        await ctx.recorder.record(Note(extra={"judge": judge_id, "prompt_hash": prompt_hash,
+                                              "cached": scores is not None}))
         if scores is not None:
             return scores
         return await self._ask(ctx, model, judge_id, key, prompt_hash, messages, db)
@@ -509,7 +511,7 @@ class RubricVerifier(Verifier):
             response = await model.chat(convo, None, temperature=0.0, max_tokens=self.spec.max_tokens,
                                         timeout_s=self.spec.judge_timeout_s)
             text = str((response.message or {}).get("content") or "")
-            await ctx.recorder.record("note", {"judge": judge_id, "attempt": attempt, "answer": text[:4000]})
+            await ctx.recorder.record(Note(extra={"judge": judge_id, "attempt": attempt, "answer": text[:4000]}))
             try:
                 scores = parse_answer(text, self.rules)
             except ValueError as e:

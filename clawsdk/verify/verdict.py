@@ -13,6 +13,7 @@ M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
     from clawsdk.sandbox.base import Sandbox
+    from clawsdk.store.events import StoredEvent
     from clawsdk.store.recorder import Recorder
     from clawsdk.tasks.model import Task
 
@@ -87,12 +88,12 @@ class VerifyContext:
     #: where the hidden files are inside the sandbox, if the task has any
     hidden_path: str | None = None
     #: the rollout's events, when the caller has them at hand; otherwise `events()` reads them
-    transcript: list[dict[str, Any]] | None = None
+    transcript: list[StoredEvent] | None = None
     #: when the verifier's time runs out (anyio.current_time()), if the caller bounds it
     deadline: float | None = None
 
-    async def events(self) -> list[dict[str, Any]]:
-        """The rollout's events so far (kind, payload, ...), for verifiers that grade the trajectory."""
+    async def events(self) -> list[StoredEvent]:
+        """The rollout's events so far (clawsdk.store.events), for verifiers that grade the trajectory."""
         if self.transcript is None:
             self.transcript = await self.recorder.events_so_far()
         return self.transcript

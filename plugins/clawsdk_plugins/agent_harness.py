@@ -28,6 +28,7 @@ from typing import Any
 from clawsdk.errors import AgentError, ModelError, RolloutError, SandboxError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.store.events import SandboxExec
 
 TAIL = 4000
 
@@ -89,10 +90,8 @@ class HarnessAgent(Agent):
             except Exception as e:
                 raise SandboxError(f"the sandbox could not run the harness command: {type(e).__name__}: {e}") from e
         # `command` as every sandbox_exec event has it (`clawsdk show`, the TUI); `harness` marks the step
-        await ctx.recorder.record("sandbox_exec", {
-            "command": self.command, "harness": self.command, "exit_code": result.exit_code,
-            "timed_out": result.timed_out, "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:],
-            "model_calls": proxy.n_requests}, duration_ms=result.duration_s * 1000)
+        await ctx.recorder.record(SandboxExec.of(self.command, result, harness=self.command, tail=TAIL,
+                                                 model_calls=proxy.n_requests))
         raise_for_ending(result, proxy, what="the harness command", limit=limit, upstream=proxy.shown,
                          why=result.stderr.strip()[-500:])
 

@@ -14,6 +14,7 @@ from clawsdk.data.trajectory import tool_calls_answered
 from clawsdk.errors import AgentError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.store.events import Note, StoredEvent
 from clawsdk.store.store import Store, default_db_path
 
 
@@ -43,7 +44,7 @@ class ReplayAgent(Agent):
             elif store.run(self.run_ref) is None:
                 raise ValueError(f"no run {self.run_ref!r} in {self.db}")
 
-    def _source(self, task_id: str) -> tuple[dict, list[dict]]:
+    def _source(self, task_id: str) -> tuple[dict, list[StoredEvent]]:
         with Store(self.db, readonly=True) as store:
             if self.rollout_ref is not None:
                 row = store.rollout(self.rollout_ref)
@@ -61,17 +62,16 @@ class ReplayAgent(Agent):
     async def run(self, ctx: AgentContext) -> None:
         row, events = self._source(ctx.task.id)
         calls = tool_calls_answered(events)
-        await ctx.recorder.record("note", {"event": "replay", "rollout": row["id"], "attempt": events[0]["attempt"]
-                                           if events else self.attempt, "tool_calls": len(calls)})
-        for i, (event, recorded) in enumerate(calls):
-            call = event["payload"]
-            result = await ctx.tools.call(call["tool"], call.get("args") or {})
-            if recorded is not None and (result.text != recorded.get("content")
-                                         or result.is_error != recorded.get("is_error")):
-                await ctx.recorder.record("note", {"event": "replay_divergence", "call": i, "tool": call["tool"],
-                                                   "recorded": recorded.get("content"), "replayed": result.text})
+        await ctx.recorder.record(Note(event="replay", extra={
+            "rollout": row["id"], "attempt": row["attempt"] if self.attempt is None else self.attempt,
+            "tool_calls": len(calls)}))
+        for i, (call, recorded) in enumerate(calls):
+            result = await ctx.tools.call(call.tool, call.args or {})
+            if recorded is not None and (result.text != recorded.content or result.is_error != recorded.is_error):
+                await ctx.recorder.record(Note(event="replay_divergence", extra={
+                    "call": i, "tool": call.tool, "recorded": recorded.content, "replayed": result.text}))
                 if self.stop_on_divergence:
-                    raise AgentError(f"replayed call {i} ({call['tool']}) gave a different result than recorded")
+                    raise AgentError(f"replayed call {i} ({call.tool}) gave a different result than recorded")
 
 
 @hookimpl

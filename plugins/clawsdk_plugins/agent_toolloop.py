@@ -23,6 +23,7 @@ from clawsdk.models.base import ChatResponse, Model
 from clawsdk.models.prompt import ELIDED, FINISH_TOOL, SYSTEM_PROMPT, truncate_middle
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.store.events import ErrorEvent, ModelRequest, ModelResponse
 
 
 def resolve_model(spec: str | Model, **options: Any) -> Model:
@@ -176,8 +177,8 @@ class ToolLoopAgent(Agent):
                     params[key] = getattr(self, key)
             prompt = self.fit_context(messages, budget)
             for retry in (False, True):
-                await ctx.recorder.record("model_request", {"model": self.model, "turn": turn,
-                                                            "messages": list(prompt), "tools": tools, "params": params})
+                await ctx.recorder.record(ModelRequest(model=self.model, turn=turn, messages=list(prompt),
+                                                       tools=tools, params=params))
                 t0 = time.perf_counter()
                 try:
                     response = await self.llm.chat(prompt, tools, **params)
@@ -187,7 +188,7 @@ class ToolLoopAgent(Agent):
                     smaller = self.fit_context(messages, budget)
                     if retry or _chars(smaller) >= _chars(prompt):
                         raise  # asked again already, or nothing left to elide: this turn's outputs do not fit
-                    await ctx.recorder.record("error", {"kind": "context_overflow", "message": str(e)})
+                    await ctx.recorder.record(ErrorEvent(error_kind="context_overflow", message=str(e)))
                     prompt = smaller
             await self._record_response(ctx, turn, response, (time.perf_counter() - t0) * 1000)
             used_tokens += response.usage.get("completion_tokens") or len(str(response.message.get("content") or "")) // 4
@@ -199,13 +200,10 @@ class ToolLoopAgent(Agent):
         raise AgentTimeout(f"no final answer after {self.max_turns} model turns (max_turns)")
 
     async def _record_response(self, ctx: AgentContext, turn: int, r: ChatResponse, ms: float) -> None:
-        payload: dict[str, Any] = {"model": self.model, "turn": turn, "message": r.message, "usage": r.usage,
-                                   "finish_reason": r.finish_reason}
-        for key in ("prompt_token_ids", "completion_token_ids", "logprobs"):
-            value = getattr(r, key)
-            if value is not None:
-                payload[key] = value
-        await ctx.recorder.record("model_response", payload, duration_ms=ms)
+        await ctx.recorder.record(ModelResponse(
+            model=self.model, turn=turn, message=r.message, usage=r.usage, finish_reason=r.finish_reason,
+            prompt_token_ids=r.prompt_token_ids, completion_token_ids=r.completion_token_ids, logprobs=r.logprobs,
+            duration_ms=ms))
 
     async def _act(self, ctx: AgentContext, message: dict[str, Any], messages: list[dict[str, Any]],
                    names: set[str]) -> bool:
@@ -237,8 +235,8 @@ class ToolLoopAgent(Agent):
                 done = True
             elif not isinstance(args, dict):
                 error = f"the arguments of {name!r} are not a JSON object: {str(args)[:200]}"
-                await ctx.recorder.record("error", {"kind": "malformed_tool_call", "message": error,
-                                                    "raw": fn.get("arguments")})
+                await ctx.recorder.record(ErrorEvent(error_kind="malformed_tool_call", message=error,
+                                                     raw=fn.get("arguments")))
                 content = f"error: {error}. {toolcalls.FORMAT_REMINDER}"
             else:
                 result = await ctx.tools.call(name, args)
@@ -248,7 +246,7 @@ class ToolLoopAgent(Agent):
         if parsed and parsed.errors:
             lines = []
             for raw, error in parsed.errors:
-                await ctx.recorder.record("error", {"kind": "malformed_tool_call", "message": error, "raw": raw})
+                await ctx.recorder.record(ErrorEvent(error_kind="malformed_tool_call", message=error, raw=raw))
                 lines.append(f"error: your tool call could not be read: {error}. {toolcalls.FORMAT_REMINDER}")
             messages.append({"role": "user", "content": toolcalls.format_tool_response("\n".join(lines))})
         return done

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
+from clawsdk.store.events import SandboxExec, VerifierScore
 from clawsdk.tasks import native
 from clawsdk.tasks.categories import fill_missing_category
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
@@ -501,7 +502,7 @@ class ClawGymVerifier(Verifier):
                 # the agent's own entries (or processes still changing them) stood in the way: its failure
                 reason = f"scored 0: the agent's files at {self.reward_dir or spec.script} kept the reward scripts " \
                          f"out ({blocked})"
-                await ctx.recorder.record("verifier", {"check": spec.script, "score": 0.0, "detail": reason})
+                await ctx.recorder.record(VerifierScore(check=spec.script, score=0.0, detail=reason))
                 return Verdict(verifier=self.name, score=0.0, passed=False, detail=reason[:4000])
             result = await self._reward(ctx, ws, f"bash {spec.script}")
             if result.timed_out and not await self._reward_untouched(ctx, files, mount):
@@ -535,7 +536,7 @@ class ClawGymVerifier(Verifier):
         reason = why if score is not None else f"scored 0: {why}"
         if planted:
             reason += f"; the agent's {planted}"
-        await ctx.recorder.record("verifier", {"check": spec.script, "score": final, "detail": reason})
+        await ctx.recorder.record(VerifierScore(check=spec.script, score=final, detail=reason))
         detail = reason + (f"; {note}" if note else "")
         return Verdict(verifier=self.name, score=final, passed=final >= spec.pass_threshold - 1e-9,
                        subscores=subs, detail=detail[:4000])
@@ -548,12 +549,7 @@ class ClawGymVerifier(Verifier):
         result = await ctx.sandbox.exec(["bash", "-c", 'cd -- "$1" && exec bash -- "$2"', "reward.sh",
                                          ctx.hidden_path or "/", f"{ws}/{self.spec.script}"],
                                         timeout=self.spec.timeout_s)
-        await ctx.recorder.record(
-            "sandbox_exec",
-            {"command": what, "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
-             "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
-            duration_ms=result.duration_s * 1000,
-        )
+        await ctx.recorder.record(SandboxExec.of(what, result))
         return result
 
     async def _reward_untouched(self, ctx: VerifyContext, files: list[File], mount: str) -> bool:

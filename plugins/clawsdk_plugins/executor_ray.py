@@ -56,6 +56,7 @@ from clawsdk.hookspecs import hookimpl
 from clawsdk.runtime.executor import Executor, RolloutJob
 from clawsdk.runtime.rollout import AttemptResult
 from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.store.events import ErrorEvent
 
 if TYPE_CHECKING:
     from clawsdk.runtime.agent import Agent
@@ -252,13 +253,13 @@ class RayExecutor(Executor):
         except Exception as e:  # the worker or its node is gone, or our code failed there
             message = _describe_failure(ray, e)
             log.warning("rollout %s attempt %d: %s", job.rollout_id, job.attempt, message)
-            await recorder.record("error", {"kind": FailureKind.SANDBOX_ERROR.value, "message": message})
+            await recorder.record(ErrorEvent(error_kind=FailureKind.SANDBOX_ERROR.value, message=message))
             return AttemptResult(kind=FailureKind.SANDBOX_ERROR, error=message,
                                  duration_s=time.perf_counter() - started,
                                  n_tool_calls=recorder.n_tool_calls, n_model_calls=recorder.n_model_calls)
         if result is None:
             message = "the ray task ended without a result"
-            await recorder.record("error", {"kind": FailureKind.SANDBOX_ERROR.value, "message": message})
+            await recorder.record(ErrorEvent(error_kind=FailureKind.SANDBOX_ERROR.value, message=message))
             return AttemptResult(kind=FailureKind.SANDBOX_ERROR, error=message,
                                  duration_s=time.perf_counter() - started)
         return result
@@ -528,7 +529,7 @@ async def _run_on_worker(job: RolloutJob, pickled_agent: Any, q: queue.Queue, bo
         except Exception as e:  # the worker's environment differs from the driver's
             message = (f"could not prepare the rollout on ray worker pid {os.getpid()}: "
                        f"{type(e).__name__}: {e}; install the same plugins on the workers as on the driver")
-            await recorder.record("error", {"kind": FailureKind.SANDBOX_ERROR.value, "message": message})
+            await recorder.record(ErrorEvent(error_kind=FailureKind.SANDBOX_ERROR.value, message=message))
             return AttemptResult(kind=FailureKind.SANDBOX_ERROR, error=message)
         return await attempt_rollout(job.task, agent, lambda: make(job.sandbox_config), recorder, registry)
     return AttemptResult(kind=FailureKind.CANCELLED, error="cancelled on the worker")

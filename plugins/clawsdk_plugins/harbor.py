@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
+from clawsdk.store.events import SandboxExec, VerifierScore
 from clawsdk.tasks.model import File, Task, VerifierSpec
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, lexists, read_text, read_tree
 from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext, read_score, spec_as
@@ -508,7 +509,7 @@ class HarborVerifier(Verifier):
                         else f"wrote a reward that cannot be read ({unreadable})")
                 why = (f"scored 0: tests/{spec.script} {what} on the agent's files; on the task's untouched files it "
                        f"{judged}")
-                await ctx.recorder.record("verifier", {"check": spec.script, "score": 0.0, "detail": why})
+                await ctx.recorder.record(VerifierScore(check=spec.script, score=0.0, detail=why))
                 return Verdict(verifier=self.name, score=0.0, passed=False, detail=why[:4000])
         if result.timed_out:
             raise VerifierTimeout(f"task {task.id}: tests/{spec.script} did not finish within {spec.timeout_s:g} s")
@@ -520,7 +521,7 @@ class HarborVerifier(Verifier):
             raise VerifierError(f"task {task.id}: tests/{spec.script} wrote no reward ({logs}/verifier/reward.json "
                                 f"or reward.txt; it exited {result.exit_code}" + (f": {err}" if err else "") + ")")
         score, subs, note = rewards_of(*found)
-        await ctx.recorder.record("verifier", {"check": found[0], "score": score, "detail": note})
+        await ctx.recorder.record(VerifierScore(check=found[0], score=score, detail=note))
         return Verdict(verifier=self.name, score=score, passed=score >= spec.pass_threshold - 1e-9, subscores=subs,
                        detail=f"{note}; test.sh exited {result.exit_code}"[:4000])
 
@@ -539,9 +540,7 @@ class HarborVerifier(Verifier):
         script = f"{hidden_path.rstrip('/')}/{self.spec.script}" if hidden_path else self.spec.script
         result = await sandbox.exec(["bash", script], timeout=timeout)
         if ctx is not None:
-            await ctx.recorder.record("sandbox_exec", {
-                "command": f"bash {script}", "exit_code": result.exit_code, "stdout": result.stdout[-4000:],
-                "stderr": result.stderr[-4000:], "timed_out": result.timed_out}, duration_ms=result.duration_s * 1000)
+            await ctx.recorder.record(SandboxExec.of(f"bash {script}", result))
         if result.timed_out:
             return result, None
         for name in ("reward.json", "reward.txt"):  # Harbor reads reward.json first

@@ -43,6 +43,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from clawsdk.errors import TaskFormatError, VerifierError, VerifierTimeout
 from clawsdk.hookspecs import hookimpl
+from clawsdk.store.events import (
+    ModelResponse,
+    SandboxExec,
+    StoredEvent,
+    ToolCall,
+    ToolResult,
+    VerifierScore,
+)
 from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.reading import Budget, check_instruction, guarded, parse_yaml, read_file, read_head, read_text
@@ -422,7 +430,7 @@ def _arguments(raw: Any) -> Any:
     return raw if raw is not None else {}
 
 
-def to_transcript(events: list[dict] | None, instruction: str | None = None) -> list[dict]:
+def to_transcript(events: list[StoredEvent] | None, instruction: str | None = None) -> list[dict]:
     """The rollout's recorded events in the shape PinchBench's grade() reads.
 
     Entries are {"type": "message", "message": {"role": "user" | "assistant" | "toolResult",
@@ -436,9 +444,8 @@ def to_transcript(events: list[dict] | None, instruction: str | None = None) -> 
     pending: list[tuple[str, str]] = []  # (id, name) announced by the last model response
     awaiting: list[tuple[Any, str, str]] = []  # (seq, id, name) of calls made, waiting for their result
     for i, e in enumerate(events or []):
-        kind, p = e.get("kind"), e.get("payload") or {}
-        if kind == "model_response":
-            msg = p.get("message") or {}
+        if isinstance(e, ModelResponse):
+            msg = e.message if isinstance(e.message, dict) else {}
             content: list[dict] = []
             if msg.get("content"):
                 content.append({"type": "text", "text": str(msg["content"])})
@@ -452,25 +459,25 @@ def to_transcript(events: list[dict] | None, instruction: str | None = None) -> 
                 pending.append((cid, name))
             if content:
                 out.append(_message("assistant", content))
-        elif kind == "tool_call":
-            name = str(p.get("tool", ""))
-            seq = e.get("seq", i)
+        elif isinstance(e, ToolCall):
+            name = "" if e.tool is None else str(e.tool)
+            seq = e.seq if e.seq is not None else i
             if pending and pending[0][1] == name:
                 awaiting.append((seq, *pending.pop(0)))
             else:
                 cid = f"call_{seq}"
                 out.append(_message("assistant", [{"type": "toolCall", "id": cid, "name": name,
-                                                   "arguments": p.get("args") or {}}]))
+                                                   "arguments": e.args or {}}]))
                 awaiting.append((seq, cid, name))
-        elif kind == "tool_result":
-            name = str(p.get("tool", ""))
+        elif isinstance(e, ToolResult):
+            name = "" if e.tool is None else str(e.tool)
             # the call it names (concurrent calls answer in any order); a result recorded before results
             # named their call answers the first call of its tool still waiting
-            own = [k for k, (seq, _, _) in enumerate(awaiting) if "call" in p and seq == p["call"]]
+            own = [k for k, (seq, _, _) in enumerate(awaiting) if e.call is not None and seq == e.call]
             match = own[0] if own else next((k for k, (_, _, n) in enumerate(awaiting) if n == name), None)
-            cid = awaiting.pop(match)[1] if match is not None else f"call_{e.get('seq', i)}"
-            out.append(_message("toolResult", [{"type": "text", "text": str(p.get("content", ""))}],
-                                toolCallId=cid, toolName=name, isError=bool(p.get("is_error"))))
+            cid = awaiting.pop(match)[1] if match is not None else f"call_{e.seq if e.seq is not None else i}"
+            out.append(_message("toolResult", [{"type": "text", "text": "" if e.content is None else str(e.content)}],
+                                toolCallId=cid, toolName=name, isError=bool(e.is_error)))
     return out
 
 
@@ -568,11 +575,11 @@ class PinchBenchVerifier(Verifier):
             if "error" in untouched:
                 raise VerifierError(f"task {task.id}: {error} (on the task's untouched files too)")
             reason = f"scored 0: {error} on the agent's files (it scores the task's untouched files)"
-            await ctx.recorder.record("verifier", {"check": "grade()", "score": 0.0, "detail": reason[:4000]})
+            await ctx.recorder.record(VerifierScore(check="grade()", score=0.0, detail=reason[:4000]))
             return Verdict(verifier=self.name, score=0.0, passed=False, detail=reason[:4000])
         subs = scores_of(out.get("result"), task.id)
         for s in subs:
-            await ctx.recorder.record("verifier", {"check": s.name, "score": s.score, "detail": s.detail})
+            await ctx.recorder.record(VerifierScore(check=s.name, score=s.score, detail=s.detail))
         verdict = Verdict.aggregate(self.name, subs, spec.pass_threshold,
                                     detail=f"mean of {len(subs)} grade() criteria")
         return verdict
@@ -585,12 +592,7 @@ class PinchBenchVerifier(Verifier):
             ["python3", "-I", "-c", RUNNER, grade_path, workspace],
             timeout=self.spec.timeout_s, stdin=json.dumps(transcript, default=str).encode("utf-8"),
         )
-        await ctx.recorder.record(
-            "sandbox_exec",
-            {"command": what, "exit_code": result.exit_code,
-             "stdout": result.stdout[-4000:], "stderr": result.stderr[-4000:], "timed_out": result.timed_out},
-            duration_ms=result.duration_s * 1000,
-        )
+        await ctx.recorder.record(SandboxExec.of(what, result))
         if result.timed_out:
             return {"error": f"a timeout (it did not finish within {self.spec.timeout_s:g} s)", "timed_out": True}
         return parse_grade_output(result.stdout + ("\n" + result.stderr if not result.stdout else ""), ctx.task.id)

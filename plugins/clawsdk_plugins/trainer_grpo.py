@@ -226,7 +226,7 @@ class TrlGrpoTrainer:
                 for h, k in slots:
                     rid = rollout_id(run_id, tasks_cache[h].id, k)
                     row = store.rollout(rid)
-                    responses = [e["payload"] for e in store.events(rid) if e["kind"] == "model_response"]
+                    responses = [e.payload() for e in store.events(rid) if e.kind == "model_response"]
                     ep = assemble_episode(responses, eos)
                     if ep is None or not ep.completion_ids:
                         out["prompt_ids"].append([eos])

@@ -14,6 +14,7 @@ from clawsdk.data.calltree import branches, call_tree
 from clawsdk.proxy import ModelProxy, serving
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.runtime.runner import run
+from clawsdk.store.events import parse_event
 from clawsdk.store.store import Store
 from clawsdk.tasks.model import Task
 from tests.cli_agent.scripted_model import PlannedModel, message_ids, prompt_ids, tool_call
@@ -68,7 +69,7 @@ def _rollout(db):
 
 def test_a_call_that_extends_another_is_one_branch_and_a_retry_is_marked(db):
     _, events, _ = _rollout(db)
-    calls = call_tree(events)
+    calls = call_tree([parse_event(e) for e in events])
     assert [(c.relation, c.retried) for c in calls] == [("root", False), ("extends", True), ("retry", False)]
     first, second, third = calls
     assert second.parent == first.seq and third.retry_of == second.seq and third.parent == first.seq
@@ -115,6 +116,6 @@ def test_compactions_and_side_calls_start_branches_of_their_own():
               req(2, [SYSTEM, USER, {"role": "assistant", "content": "a"}, {"role": "user", "content": "go on"}]),
               resp(3, 2, "b"), req(4, title), resp(5, 4, "Writing done.txt"),
               req(6, [SYSTEM, summary]), resp(7, 6, "c")]
-    calls = call_tree(events)
+    calls = call_tree([parse_event(e) for e in events])
     assert [c.relation for c in calls] == ["root", "extends", "side", "compaction"]
     assert [[c.seq for c in chain] for chain in branches(calls)] == [[0, 2], [4], [6]]

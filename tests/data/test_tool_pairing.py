@@ -4,12 +4,13 @@ results of stores written before results named their call pair in order, as they
 from __future__ import annotations
 
 from clawsdk.data.trajectory import PromptStyle, trajectory_from_events
+from clawsdk.store.events import parse_event
 
 ROLLOUT = {"id": "r0123456789abcdef", "attempt": 0, "task_id": "t", "task_hash": "h"}
 
 
 def _events(*kinds_payloads):
-    return [{"seq": i, "kind": k, "payload": p} for i, (k, p) in enumerate(kinds_payloads)]
+    return [parse_event({"seq": i, "kind": k, "payload": p}) for i, (k, p) in enumerate(kinds_payloads)]
 
 
 def _pairs(events):
@@ -41,5 +42,5 @@ def test_results_of_older_stores_pair_in_order_and_a_call_left_unanswered_ends_t
     assert _pairs(events) == [("{}", "a.txt"), ('{"path": "a.txt"}', "first")]
     from clawsdk.data.trajectory import tool_calls_answered  # the pairing every consumer uses
 
-    answered = [(c["seq"], r and r["content"]) for c, r in tool_calls_answered(events)]
+    answered = [(c.seq, r and r.content) for c, r in tool_calls_answered(events)]
     assert answered == [(0, "a.txt"), (2, "first"), (3, None), (5, None)]

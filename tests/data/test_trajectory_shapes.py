@@ -8,6 +8,7 @@ import json
 import pytest
 
 from clawsdk.data.trajectory import trajectory_from_events
+from clawsdk.store.events import parse_event
 
 HARNESS = {"id": "r0123456789abcdef", "attempt": 0, "task_id": "t", "task_hash": "h", "agent": "harness"}
 TOOL_LOOP = {**HARNESS, "agent": "tool-loop"}
@@ -17,7 +18,7 @@ DONE = {"role": "assistant", "content": "All done."}
 
 
 def _events(*kinds_payloads):
-    return [{"seq": i, "kind": k, "payload": p} for i, (k, p) in enumerate(kinds_payloads)]
+    return [parse_event({"seq": i, "kind": k, "payload": p}) for i, (k, p) in enumerate(kinds_payloads)]
 
 
 def _asked(*messages):
@@ -145,7 +146,7 @@ def test_an_answer_that_broke_off_with_an_error_is_not_the_reply():
               {"kind": "model_response", "seq": 3, "payload": {
                   "message": {"role": "assistant", "content": None, "tool_calls": [_call("x", "exec", "{")]},
                   "error": {"message": "stream broke"}, "request": 2}}]
-    t = trajectory_from_events({"id": "r1", "task_id": "t", "task_hash": "h"}, events)
+    t = trajectory_from_events({"id": "r1", "task_id": "t", "task_hash": "h"}, [parse_event(e) for e in events])
     assert t.messages[-1] == {"role": "assistant", "content": DONE["content"]} and len(t.messages) == 3
 
 
@@ -181,5 +182,5 @@ def test_a_token_count_that_is_not_a_number_counts_as_none():
                   {"role": "user", "content": "more"}]}},
               {"kind": "model_response", "seq": 3, "payload": {"message": {"role": "assistant", "content": "done"},
                                                                "usage": {"completion_tokens": 5}}}]
-    t = trajectory_from_events({"id": "r1", "task_id": "t", "task_hash": "h"}, events)
+    t = trajectory_from_events({"id": "r1", "task_id": "t", "task_hash": "h"}, [parse_event(e) for e in events])
     assert t.completion_tokens == 5 and t.messages[-1]["content"] == "done"

@@ -7,6 +7,7 @@ from clawsdk_plugins.agents import ScriptedAgent
 from clawsdk_plugins.pinchbench import GRADE_FILE, to_transcript
 
 from clawsdk import Store, run_sync
+from clawsdk.store.events import parse_event
 from clawsdk.tasks.sources import load_tasks
 from tests.conftest import needs_shared_data
 from tests.formats.formats_helpers import PINCHBENCH, SAMPLE_PINCHBENCH, use_scripted_judge
@@ -79,7 +80,7 @@ def test_transcript_shape_pairs_model_tool_calls_with_results():
         {"seq": 5, "kind": "tool_result", "payload": {"tool": "exec", "is_error": True, "content": "boom"}},
         {"seq": 6, "kind": "model_response", "payload": {"message": {"role": "assistant", "content": "Done."}}},
     ]
-    t = to_transcript(events, "Do it")
+    t = to_transcript([parse_event(e) for e in events], "Do it")
     roles = [e["message"]["role"] for e in t]
     assert roles == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
     call = t[1]["message"]["content"][1]
@@ -96,7 +97,7 @@ def test_transcript_pairs_results_with_the_calls_they_name_whatever_order_they_f
         {"seq": 2, "kind": "tool_result", "payload": {"tool": "exec", "call": 1, "content": "B"}},
         {"seq": 3, "kind": "tool_result", "payload": {"tool": "exec", "call": 0, "content": "A"}},
     ]
-    t = to_transcript(events)
+    t = to_transcript([parse_event(e) for e in events])
     ids = {c["arguments"]["command"]: c["id"] for e in t if e["message"]["role"] == "assistant"
            for c in e["message"]["content"]}
     answers = {e["message"]["toolCallId"]: e["message"]["content"][0]["text"] for e in t

@@ -227,6 +227,7 @@ def test_the_judges_transcript_says_which_call_each_result_answers():
     read `<- output` lines by order, so a slow call's output read as the fast one's."""
     import anyio
 
+    from clawsdk.store.events import parse_event
     from clawsdk.verify.rubric import RubricVerifier
 
     verifier = RubricVerifier(VerifierSpec(type="rubric", rules=RULES, include_transcript=True))
@@ -237,7 +238,7 @@ def test_the_judges_transcript_says_which_call_each_result_answers():
 
     class Ctx:
         async def events(self):
-            return events
+            return [parse_event(e) for e in events]
 
     lines = anyio.run(verifier._transcript, Ctx()).splitlines()
     assert lines == ['-> #3 exec {"command": "sleep 1; echo A"}', '-> #4 exec {"command": "echo B"}', "<- #4 B",

@@ -72,7 +72,8 @@ def test_a_call_the_client_cancels_once_its_work_is_done_is_recorded_cancelled_n
     # what an export reads to drop (or mark) a rollout with such a call, and what the views show
     con = sqlite3.connect(db)
     try:
-        is_error = con.execute("SELECT is_error FROM tool_results WHERE id = ?", [result["id"]]).fetchone()
+        is_error = con.execute("SELECT is_error FROM tool_results WHERE rollout_id = ? AND seq = ?",
+                               [row["id"], result["seq"]]).fetchone()
         assert is_error == (None,)
         assert con.execute("SELECT count(*) FROM events WHERE kind = 'tool_result' AND rollout_id = ? "
                            "AND json_extract(payload, '$.cancelled')", [row["id"]]).fetchone() == (1,)

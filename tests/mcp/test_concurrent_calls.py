@@ -125,10 +125,10 @@ def test_a_cancelled_call_whose_result_cannot_be_recorded_is_still_cancelled():
     from clawsdk.tasks.model import Limits
 
     class Closed(Recorder):
-        async def record(self, kind, payload, **kw):
-            if kind == "tool_result":
+        async def record(self, event, **kw):
+            if event.kind == "tool_result":
                 raise anyio.ClosedResourceError
-            return await super().record(kind, payload, **kw)
+            return await super().record(event, **kw)
 
     class Hangs:
         async def call_tool(self, name, args):

@@ -18,8 +18,8 @@ class FakeRecorder:
     def __init__(self):
         self.notes = []
 
-    async def record(self, kind, payload):
-        self.notes.append((kind, payload))
+    async def record(self, event):
+        self.notes.append((event.kind, event.payload()))
 
 
 def test_the_note_tells_removed_workspace_entries_from_what_moved_out_of_home():

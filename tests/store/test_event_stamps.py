@@ -64,20 +64,20 @@ def test_concurrent_rollouts_lose_no_event_through_a_small_queue(tmp_path):
 
     async def rollout(writer: StoreWriter, i: int) -> None:
         rid = f"r{i}"
-        await writer.put("start_rollout", rollout_id=rid, run_id="run", task_id="t", task_hash="h", sample=i,
-                         attempt=0, agent=None, model=None)
+        await writer.start_rollout(rollout_id=rid, run_id="run", task_id="t", task_hash="h", sample=i,
+                                   attempt=0, agent=None, model=None)
         rec = Recorder(writer, rid, 0)
         for k in range(n_events):
             await rec.record("note", {"k": k})
             if k % 7 == i % 7:
                 await anyio.lowlevel.checkpoint()
             if k % 50 == 0:
-                await writer.put("set_run_status", run_id="run", status="running")
+                await writer.set_run_status(run_id="run", status="running")
         await writer.flush()
 
     async def main():
         async with StoreWriter(db, buffer=4) as writer:
-            await writer.put("upsert_run", run_id="run", status="running")
+            await writer.upsert_run(run_id="run", status="running")
             async with anyio.create_task_group() as tg:
                 for i in range(n_rollouts):
                     tg.start_soon(rollout, writer, i)
@@ -112,7 +112,7 @@ def test_events_recorded_while_another_write_is_queued_are_all_committed(tmp_pat
             await writer.events([("big", 0, i, "note", now(), None, "{}") for i in range(20_000)])
             await anyio.sleep(0.01)
             async with anyio.create_task_group() as tg:
-                tg.start_soon(partial(writer.put, "upsert_run", run_id="run", status="running"))
+                tg.start_soon(partial(writer.upsert_run, run_id="run", status="running"))
                 tg.start_soon(recorder, writer)
 
     anyio.run(main)

@@ -63,7 +63,7 @@ def test_writer_commits_everything_queued_even_when_cancelled(db):
     async def main():
         with anyio.CancelScope() as scope:
             async with StoreWriter(db) as w:
-                await w.put("upsert_run", run_id="r", status="running")
+                await w.upsert_run(run_id="r", status="running")
                 for i in range(5000):
                     await w.events([("ro", 0, i, "note", "ts", None, "{}")])
                 scope.cancel()

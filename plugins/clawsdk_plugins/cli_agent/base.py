@@ -41,6 +41,7 @@ from clawsdk_plugins.cli_agent.install import Install, Package, find_install
 
 from clawsdk.errors import AgentTimeout, SandboxError
 from clawsdk.runtime.agent import Agent, AgentContext
+from clawsdk.store.events import Note, SandboxExec
 
 if TYPE_CHECKING:
     from clawsdk.tasks.model import Task
@@ -184,14 +185,11 @@ class CliAgent(Agent):
         await events.flush()
         boot_s = (events.first_request_at - started) if events.first_request_at else None
         outcome = self.outcome(result.stdout)
-        await ctx.recorder.record("sandbox_exec", {
-            "command": command, "harness": self.name, "exit_code": result.exit_code, "timed_out": result.timed_out,
-            "stopped": stopped, "stdout": result.stdout[-TAIL:], "stderr": result.stderr[-TAIL:],
-            "model_calls": proxy.n_requests, "boot_s": boot_s, "outcome": outcome},
-            duration_ms=result.duration_s * 1000)
+        await ctx.recorder.record(SandboxExec.of(command, result, harness=self.name, tail=TAIL, stopped=stopped,
+                                                 model_calls=proxy.n_requests, boot_s=boot_s, outcome=outcome))
         removed = await self._clean(sandbox, before)
         if removed:
-            await ctx.recorder.record("note", {"harness": self.name, "cleaned": removed})
+            await ctx.recorder.record(Note(extra={"harness": self.name, "cleaned": removed}))
         if stopped == "work" or self.gave_up(outcome):
             raise AgentTimeout(f"{self.who} did not finish within {limit:g} s of work")
         # before its first model call the model has had no turn: the CLI's own failure is not scored

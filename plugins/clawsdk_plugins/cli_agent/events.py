@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from clawsdk.proxy.wire import parse_arguments
+from clawsdk.store.events import Event, ModelRequest, ModelResponse, Note, ToolCall, ToolResult, event_of
 
 if TYPE_CHECKING:
     from clawsdk.store.recorder import Recorder
@@ -59,7 +60,7 @@ class ToolEventRecorder:
         self.inner = recorder
         self.who = who
         self.failed = failed or (lambda text: text.strip().lower().startswith(ERROR_PREFIXES))
-        self.pending: list[dict[str, Any]] = []  # calls of the last answer, results not yet seen
+        self.pending: list[ToolCall] = []  # calls of the last answer (seq set), results not yet seen
         self.last_own: list[Any] = []  # the messages of the agent's last own request
         self.called_at = 0.0
         self.first_request_at: float | None = None
@@ -77,39 +78,43 @@ class ToolEventRecorder:
     def n_model_calls(self) -> int:
         return self.inner.n_model_calls
 
-    async def record(self, kind: str, payload: dict[str, Any], *, duration_ms: float | None = None) -> int:
-        if kind == "model_request":
+    async def record(self, event: Event | str, payload: dict[str, Any] | None = None, *,
+                     duration_ms: float | None = None) -> int:
+        if isinstance(event, str):  # Recorder.record's form of earlier releases, as it takes it
+            event = event_of(event, payload)
+        if isinstance(event, ModelRequest):
             if self.first_request_at is None:
                 self.first_request_at = time.monotonic()
-            messages = payload.get("messages") or []
+            messages = event.messages or []
             own = await self._results(messages)
             _ON_CHAIN.set(own)
             if own:
                 self.last_own = messages
-        seq = await self.inner.record(kind, payload, duration_ms=duration_ms)
-        if kind == "model_response":
+        seq = await self.inner.record(event, duration_ms=duration_ms)
+        if isinstance(event, ModelResponse):
             if _ON_CHAIN.get():
                 # an answer that ended in an error carries calls that were never made: the agent drops
                 # that turn from the history it sends next (so the calls would wait for it forever)
-                if "error" not in payload:
-                    await self._calls(payload.get("message") or {})
+                if event.error is None:
+                    await self._calls(event.message or {})
             else:
-                await self.inner.record("note", {"harness": f"a model request without the pending calls' turn (not "
-                                                             f"{self.who}'s own): its answer's calls are not recorded"})
+                await self.inner.record(Note(extra={"harness": f"a model request without the pending calls' turn "
+                                                               f"(not {self.who}'s own): its answer's calls are not "
+                                                               f"recorded"}))
         return seq
 
     async def _calls(self, message: dict[str, Any]) -> None:
         for tc in message.get("tool_calls") or []:
             fn = tc.get("function") or {}
-            call = {"tool": fn.get("name") or "", "args": parse_arguments(fn.get("arguments"))}
-            seq = await self.inner.record("tool_call", call)
-            self.pending.append({**call, "seq": seq})
+            call = ToolCall(tool=fn.get("name") or "", args=parse_arguments(fn.get("arguments")))
+            call.seq = await self.inner.record(call)
+            self.pending.append(call)
         self.called_at = time.monotonic()
 
     def _anchor(self, messages: list[dict[str, Any]]) -> int | None:
         """Where in `messages` the assistant turn that made the pending calls is (the last one that
         names the same tools in the same order), or None."""
-        names = [c["tool"] for c in self.pending]
+        names = [c.tool for c in self.pending]
         for i in range(len(messages) - 1, -1, -1):
             m = messages[i]
             if m.get("role") == "assistant" and isinstance(m.get("tool_calls"), list) and \
@@ -128,8 +133,8 @@ class ToolEventRecorder:
                 return False
             # the agent's last request again, with no turn after it (it may add context): it dropped the answer
             for call in self.pending:
-                await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": True,
-                                                        "content": f"({self.who} dropped this answer: not run)"})
+                await self.inner.record(ToolResult(tool=call.tool, call=call.seq, is_error=True,
+                                                   content=f"({self.who} dropped this answer: not run)"))
             self.pending = []
             return True
         ids = [tc.get("id") for tc in messages[at]["tool_calls"]]
@@ -151,14 +156,14 @@ class ToolEventRecorder:
                 error = flag if isinstance(flag, bool) else self.failed(text)
             else:
                 text, error = f"({self.who} sent the model no result for this call)", True
-            await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": error,
-                                                    "content": text}, duration_ms=took)
+            await self.inner.record(ToolResult(tool=call.tool, call=call.seq, is_error=error, content=text),
+                                    duration_ms=took)
         self.pending = []
         return True
 
     async def flush(self) -> None:
         """Calls whose results never came back to the model (the agent stopped or was stopped)."""
         for call in self.pending:
-            await self.inner.record("tool_result", {"tool": call["tool"], "call": call["seq"], "is_error": True,
-                                                    "content": f"({self.who} ended before returning this result)"})
+            await self.inner.record(ToolResult(tool=call.tool, call=call.seq, is_error=True,
+                                               content=f"({self.who} ended before returning this result)"))
         self.pending = []

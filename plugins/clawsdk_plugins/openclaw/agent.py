@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from clawsdk.store.events import Note
 from clawsdk_plugins.cli_agent.base import CliAgent
 from clawsdk_plugins.openclaw.config import PROVIDER, openclaw_config, unsupported_servers
 from clawsdk_plugins.openclaw.install import PACKAGE
@@ -46,8 +47,8 @@ class OpenClawAgent(CliAgent):
     async def run(self, ctx: AgentContext) -> None:
         skipped = unsupported_servers(ctx.task)
         if skipped:
-            await ctx.recorder.record("note", {"harness": self.name, "not_offered": skipped,
-                                               "why": "tool servers without OpenClaw tools"})
+            await ctx.recorder.record(Note(extra={"harness": self.name, "not_offered": skipped,
+                                                  "why": "tool servers without OpenClaw tools"}))
         await super().run(ctx)
 
     def config_files(self, task: Task, *, base_url: str, token: str, state: str, limit: float) -> dict[str, str]:
