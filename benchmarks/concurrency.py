@@ -66,7 +66,7 @@ def measure(workload: str, concurrency: str, db: str) -> dict:
     import anyio
 
     from clawsdk import Store, run
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     n = WORKLOADS[workload]["rollouts"]
     low = [mem_available()]

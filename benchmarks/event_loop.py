@@ -22,7 +22,7 @@ import anyio
 
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 
 async def worst_stall(work) -> tuple[float, float]:

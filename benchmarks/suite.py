@@ -73,7 +73,7 @@ def m_w1(n: int, db: str) -> dict:
     from w1 import w1_calls, w1_tasks
 
     from clawsdk import run
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     tasks = w1_tasks(n)
     agent = ScriptedAgent(lambda task: w1_calls(int(task.id.split("-")[1])))

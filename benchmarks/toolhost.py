@@ -35,7 +35,7 @@ from clawsdk.plugins import get_registry
 from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
 from clawsdk.tasks.model import File
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 ICS = ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\n" + "".join(
     f"BEGIN:VEVENT\r\nUID:e{i}\r\nSUMMARY:meeting {i}\r\nDTSTART:202405{1 + i % 28:02d}T{9 + i % 8:02d}0000Z\r\n"

@@ -33,7 +33,7 @@ from clawsdk.mcp.session import ToolSession
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File, Task
 from clawsdk.tasks.native import save_task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 
 CLAWSDK = str(Path(sys.executable).parent / "clawsdk")
@@ -74,7 +74,7 @@ async def session(n: int) -> tuple[float, list[float]]:
 STDIO_SERVER = """
 import anyio
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 T = Task(id="b", instruction="b", workspace=[File(path="notes.txt", text="hello\\n" * 20)])
 async def main():

@@ -28,8 +28,8 @@ from clawsdk.store.recorder import Recorder
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.store import Store
 from clawsdk.store.writer import StoreWriter
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 
 CALLS = 10

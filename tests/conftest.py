@@ -95,7 +95,7 @@ def flaky_sandbox(monkeypatch: pytest.MonkeyPatch) -> str:
     """The name of a local sandbox whose first start fails ("disk went away"), registered for one test only:
     the process-wide registry is what later tests list."""
     from clawsdk.plugins import get_registry
-    from clawsdk_plugins.sandbox_local import LocalSandbox
+    from clawsdk_plugins.sandboxes.local import LocalSandbox
 
     class FlakySandbox(LocalSandbox):
         failures = 1
@@ -116,6 +116,6 @@ def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     if "CLAWSDK_SANDBOX_ROOT" not in os.environ:
         monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(tmp_path_factory.mktemp("sandboxes")))
     yield
-    pool = sys.modules.get("clawsdk_plugins.docker_pool")
+    pool = sys.modules.get("clawsdk_plugins.sandboxes.docker_pool")
     if pool is not None:  # warm docker containers hold (mounted) folders under this test's root
         pool.drain()

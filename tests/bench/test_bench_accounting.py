@@ -15,7 +15,7 @@ from clawsdk.bench.run import bench_run
 from clawsdk.runtime.runner import RunConflict, run
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from tests.conftest import make_task
 
 

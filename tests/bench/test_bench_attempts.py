@@ -27,7 +27,7 @@ from clawsdk.runtime.oracle import OracleAgent
 from clawsdk.runtime.runner import run_sync
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from tests.conftest import make_task
 
 

@@ -18,7 +18,7 @@ from clawsdk.models.base import ChatResponse, Model
 from clawsdk.plugins import register_plugin
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from tests.conftest import FIXTURES, SHARED_DATA, needs_shared_data
 
 JUDGE_SCORE = 0.75

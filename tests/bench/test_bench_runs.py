@@ -27,7 +27,7 @@ from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.runtime.oracle import OracleAgent
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from tests.conftest import EXAMPLES, make_task
 
 FAST_EXAMPLES = ("eml-contacts", "mailing-list-dedupe", "review-rating-summary", "weekly-meeting-schedule")

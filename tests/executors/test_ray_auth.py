@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # run in a process of its own: Ray keeps the token it loaded for the life of a process
 DRIVER = r"""
 import json, os, subprocess, sys, anyio, ray
-from clawsdk_plugins.executor_ray import RayExecutor
+from clawsdk_plugins.executors.ray import RayExecutor
 
 async def main():
     async with RayExecutor(num_cpus=1):

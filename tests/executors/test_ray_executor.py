@@ -15,7 +15,7 @@ from clawsdk.runtime.executor import RolloutJob
 from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.executor_ray import RayExecutor
+from clawsdk_plugins.executors.ray import RayExecutor
 from tests.conftest import EXAMPLES, make_task
 from tests.executors import ray_agents
 from tests.executors.ray_agents import Chatty, KillsItsWorker, WaitsForGo

@@ -7,7 +7,7 @@ import pytest
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.executor import RolloutJob
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.executor_ray import RayExecutor, RayExecutorError
+from clawsdk_plugins.executors.ray import RayExecutor, RayExecutorError
 
 
 def job(**resources) -> RolloutJob:

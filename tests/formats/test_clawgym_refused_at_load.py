@@ -18,8 +18,8 @@ from clawsdk.cli import cli
 from clawsdk.tasks.model import Task, VerifierSpec
 from clawsdk.tasks.convert import ConvertError
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins import clawgym as cg
-from clawsdk_plugins.clawgym_export import jsonl_record, write_jsonl
+from clawsdk_plugins.sources import clawgym as cg
+from clawsdk_plugins.sources.clawgym_export import jsonl_record, write_jsonl
 from tests.formats.formats_helpers import CLAWGYM, SYN_TASKS
 
 

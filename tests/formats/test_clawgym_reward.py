@@ -13,7 +13,7 @@ from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import attempt_rollout
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from tests.sandbox.sandbox_backends import skip_unless_available
 from tests.conftest import needs_shared_data
 from tests.formats.formats_helpers import (CLAWGYM, MOUNT, SAMPLE_CLAWGYM, expected_outputs, openclaw_mount,

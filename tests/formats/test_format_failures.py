@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from clawsdk import Store
 from clawsdk.cli import cli
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 
 
 def _clawgym(root, tid, reward_sh=REWARD_SH, check="import json\nprint(json.dumps({'a': 1, 'b': True}))\n",
@@ -97,7 +97,7 @@ def test_a_grade_that_breaks_on_what_the_agent_left_scores_it_0_not_unscored(tmp
     still the task's error."""
     from clawsdk import run_sync
     from clawsdk.tasks.sources import load_tasks
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     _pinch(tmp_path, "fragile", "    import json\n    from pathlib import Path\n"
                                 "    p = Path(workspace_path) / 'out.json'\n"
@@ -122,7 +122,7 @@ def test_a_grade_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_sta
     from clawsdk import run_sync
     from clawsdk.tasks.model import VerifierSpec
     from clawsdk.tasks.sources import load_tasks
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     _pinch(tmp_path, "slowed", "    import re\n    from pathlib import Path\n"
                                "    p = Path(workspace_path) / 'out.txt'\n"

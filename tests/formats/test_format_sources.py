@@ -8,10 +8,10 @@ import shutil
 import pytest
 
 from clawsdk.tasks.convert import ConvertError, export_tasks
-from clawsdk_plugins.clawgym_export import jsonl_record
+from clawsdk_plugins.sources.clawgym_export import jsonl_record
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 from tests.conftest import FIXTURES, make_task, needs_shared_data
 from tests.formats.formats_helpers import (CLAWGYM, PINCHBENCH, SAMPLE_CLAWGYM, SAMPLE_PINCHBENCH, SYN_TASKS)
 
@@ -266,7 +266,7 @@ def test_convert_command_writes_each_format(tmp_path):
                                             ({"monday.txt": 4, "tuesday.txt": 5}, 0.5)])
 def test_a_syn_task_hook_code_scores_the_workspace_in_the_sandbox(db, counts, reward):
     from clawsdk import run_sync
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     task = load_tasks(str(SYN_TASKS)).tasks[0]
     code_only = task.model_copy(update={"verifier": type(task.verifier).model_validate(

@@ -16,7 +16,7 @@ import pytest
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.harbor import HarborSource, load_task, rewards_of
+from clawsdk_plugins.sources.harbor import HarborSource, load_task, rewards_of
 from tests.conftest import FIXTURES
 from tests.sandbox.sandbox_backends import skip_unless_available
 

@@ -12,8 +12,8 @@ import pytest
 from clawsdk import Store, run_sync
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 from tests.sandbox.sandbox_backends import skip_unless_available
 
 MARKER = "SECRET-REWARD-7f3a9c"

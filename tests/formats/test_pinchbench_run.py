@@ -6,8 +6,8 @@ import pytest
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.pinchbench import GRADE_FILE, to_transcript
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.pinchbench import GRADE_FILE, to_transcript
 from tests.conftest import needs_shared_data
 from tests.formats.formats_helpers import PINCHBENCH, SAMPLE_PINCHBENCH, use_scripted_judge
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from clawsdk.cli import cli
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 
 
 def invoke(*args):

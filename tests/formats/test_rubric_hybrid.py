@@ -9,7 +9,7 @@ import pytest
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task, VerifierSpec
 from clawsdk.verify.rubric import parse_answer, parse_rubric_text, rubric_verifier
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from tests.formats.formats_helpers import JudgeServer, use_scripted_judge
 
 RULES = [

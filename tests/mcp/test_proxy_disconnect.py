@@ -19,7 +19,7 @@ from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agent_harness import HarnessAgent
+from clawsdk_plugins.agents.harness import HarnessAgent
 from tests.asgi import answered_models, request_body
 from tests.conftest import make_task
 

@@ -14,7 +14,7 @@ from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agent_harness import HarnessAgent
+from clawsdk_plugins.agents.harness import HarnessAgent
 from tests.conftest import make_task
 from tests.asgi import answered_models, request_body
 from tests.mcp.serve_proc import CLAWSDK, require_bwrap

@@ -11,7 +11,7 @@ from clawsdk.serve import ServeConfig, hosting
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
 from clawsdk.tasks.native import load_task
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from tests.conftest import make_task
 from tests.mcp.serve_proc import session, start_http
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from clawsdk.errors import ContextOverflow, FailureKind, ModelError
-from clawsdk_plugins.local_engine import Batch, LocalChatModel
+from clawsdk_plugins.models.local_engine import Batch, LocalChatModel
 
 
 class Words:

@@ -13,7 +13,7 @@ from clawsdk.errors import ModelError
 from clawsdk.models.completion import RAW_CAP
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
-from clawsdk_plugins.models_openai import OpenAIModel
+from clawsdk_plugins.models.openai import OpenAIModel
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 

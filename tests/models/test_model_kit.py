@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from clawsdk.models.base import ChatResponse, Model
 from clawsdk.testing import check_model
-from clawsdk_plugins.models_openai import OpenAIModel
+from clawsdk_plugins.models.openai import OpenAIModel
 
 from conftest import completion  # tests/models/conftest.py: the stub server's answers
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import OVERFLOW_STYLES, Reply, completion, prompt_tokens
 
 from clawsdk.errors import ContextOverflow, FailureKind, ModelError
-from clawsdk_plugins.models_openai import OpenAIModel, context_overflow
+from clawsdk_plugins.models.openai import OpenAIModel, context_overflow
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 TOOLS = [{"type": "function", "function": {"name": "ls", "description": "list",

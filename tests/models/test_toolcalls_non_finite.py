@@ -11,7 +11,7 @@ import pytest
 from clawsdk import load_tasks, run_sync
 from clawsdk.models.base import ChatResponse, Model
 from clawsdk.models.toolcalls import message_from_text, parse_tool_calls
-from clawsdk_plugins.agent_toolloop import ToolLoopAgent
+from clawsdk_plugins.agents.toolloop import ToolLoopAgent
 from tests.conftest import make_task
 
 

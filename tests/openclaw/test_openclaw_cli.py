@@ -18,8 +18,8 @@ from clawsdk.cli import cli
 from clawsdk.proxy import serving
 from clawsdk.store.store import Store
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.openclaw.config import ALWAYS_DENIED, SERVER_TOOLS
-from clawsdk_plugins.openclaw.install import find_install, missing_message
+from clawsdk_plugins.agents.openclaw.config import ALWAYS_DENIED, SERVER_TOOLS
+from clawsdk_plugins.agents.openclaw.install import find_install, missing_message
 from tests.cli_agent.scripted_model import PlannedModel, tool_call
 
 REPO = Path(__file__).resolve().parents[2]

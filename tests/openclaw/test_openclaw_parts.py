@@ -13,10 +13,10 @@ from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import Capabilities
 from clawsdk.tasks.model import Task, ToolPolicy
-from clawsdk_plugins.openclaw.agent import OpenClawAgent
-from clawsdk_plugins.openclaw.config import allowed_tools, openclaw_config
-from clawsdk_plugins.cli_agent.events import ToolEventRecorder
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.agents.openclaw.agent import OpenClawAgent
+from clawsdk_plugins.agents.openclaw.config import allowed_tools, openclaw_config
+from clawsdk_plugins.agents.cli_agent.events import ToolEventRecorder
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from tests.conftest import make_task
 from tests.cli_agent.scripted_model import tool_call
 

@@ -28,7 +28,7 @@ import yaml
 
 from clawsdk.errors import TaskFormatError
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 
 SECRET = "CANARY-7f3a-outside-the-task"
 PER_INPUT_S = 10.0  # a load that takes longer is a hang

@@ -14,8 +14,8 @@ from clawsdk.plugins import get_registry
 from clawsdk.runtime.agent import Agent
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.verify.verdict import Verifier
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from tests.conftest import make_task
 
 HERE = Path(__file__).parent

@@ -20,7 +20,7 @@ from clawsdk.plugins import get_registry
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.paths import normalize_relative
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from tests.reliability.fuzz_mutator import SECRET, SEEDS, Watch, mutate, spec_of
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -11,7 +11,7 @@ import pytest
 from clawsdk import Store, run_sync
 from clawsdk.sandbox.base import MAX_READ_BYTES
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from tests.formats.formats_helpers import use_scripted_judge
 from tests.sandbox.sandbox_backends import skip_unless_available
 

@@ -17,7 +17,7 @@ from clawsdk import Store, run_sync
 from clawsdk.cli import cli
 from clawsdk.store.store import dumps
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from tests.conftest import EXAMPLES
 from tests.sandbox.sandbox_backends import skip_unless_available
 

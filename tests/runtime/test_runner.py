@@ -6,7 +6,7 @@ import pytest
 from clawsdk import Agent, Store, load_tasks, run_sync
 from clawsdk.errors import ModelError
 from clawsdk.runtime.runner import RunConflict
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from tests.conftest import EXAMPLES, make_task
 
 

@@ -14,8 +14,8 @@ from sandbox_backends import skip_unless_available
 from clawsdk import Store, run_sync
 from clawsdk.runtime.agent import Agent, AgentContext
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 from tests.conftest import make_task
 
 BACKENDS = ["local", "bwrap", "docker"]

@@ -22,7 +22,7 @@ from clawsdk.plugins import get_registry
 from clawsdk.sandbox import hostdir
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 
 def checked_task(tid: str) -> Task:

@@ -16,7 +16,7 @@ from clawsdk.plugins import Registry
 from clawsdk.store.recorder import Recorder
 from clawsdk.runtime.rollout import tool_servers
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL_SKILL = '''

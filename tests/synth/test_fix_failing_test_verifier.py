@@ -11,7 +11,7 @@ import pytest
 from clawsdk import Store, run_sync
 from clawsdk.synth.families import resolve_families
 from clawsdk.synth.procedural import generate
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 HACKS = {
     "a unittest.py beside the module": ("unittest.py", "class TestCase: pass\ndef main(*a, **k): raise SystemExit(0)\n"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from clawsdk import run_sync
 from clawsdk.synth.families import resolve_families
 from clawsdk.synth.procedural import generate
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 FAMILIES = ("mail-contacts", "meeting-actions", "log-summary", "config-convert", "csv-reconcile", "sales-rollup",
             "table-report", "project-schedule", "meeting-slot")

@@ -17,7 +17,7 @@ from clawsdk.tasks.model import CATEGORIES
 from clawsdk.tasks.native import load_task, save_task
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.runtime.validate import validate_tasks
-from clawsdk_plugins.synth import synth_group
+from clawsdk_plugins.commands.synth import synth_group
 
 CORE = {"read", "write", "edit", "ls", "glob", "grep", "exec"}
 

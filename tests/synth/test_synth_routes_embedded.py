@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from clawsdk.store.store import Store
 from clawsdk.synth.records import SynthRecords
-from clawsdk_plugins.synth import synth_group
+from clawsdk_plugins.commands.synth import synth_group
 
 
 @pytest.mark.slow

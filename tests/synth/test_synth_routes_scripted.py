@@ -12,7 +12,7 @@ from clawsdk.store.store import Store
 from clawsdk.synth.records import SynthRecords
 from clawsdk.tasks.native import load_task
 from clawsdk.runtime.validate import validate_task
-from clawsdk_plugins.synth import synth_group
+from clawsdk_plugins.commands.synth import synth_group
 from tests.sandbox.sandbox_backends import skip_unless_available
 
 INSTRUCTION = ("My expenses for the trip are in expenses.csv (columns category,amount). Add up the amounts per "
@@ -259,7 +259,7 @@ def test_a_check_that_runs_the_agents_program_is_sent_back_to_use_agent_run(tmp_
     skip_unless_available("bwrap")
     from clawsdk import run_sync
     from clawsdk.synth import gates
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     server = scripted_server(ScriptTask())
     out, db = tmp_path / "out", tmp_path / "synth.db"

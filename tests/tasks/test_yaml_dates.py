@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clawsdk import load_task, run_sync, save_task
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 TASK_YAML = """\
 id: dated

@@ -9,7 +9,7 @@ from typing import Any
 from mcp import Client
 
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 
 def task_with(files: dict[str, str] | None = None, **fields: Any) -> Task:

@@ -10,7 +10,7 @@ from mcp import Client
 
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server, glob_to_regex
 
 TASK = Task(id="t", instruction="x", workspace=[
@@ -176,7 +176,7 @@ QUIET_SCRIPT = """
 import logging, anyio
 from mcp import Client
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 
 async def main():

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clawsdk.sandbox.base import SandboxConfig
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server, glob_to_regex
 from tests.conftest import loop_ticks
 from tests.tools.test_core_tools import TASK, text

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from clawsdk.sandbox.base import Capabilities
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server, memory_server, web_server
 from tests.tools.conftest import connected, task_with, text
 

@@ -61,7 +61,7 @@ def test_trl_prepares_the_default_export_with_the_embedded_tokenizer(exported, t
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    from clawsdk_plugins.trainers import resolve_base
+    from clawsdk_plugins.trainers.trl import resolve_base
 
     folder, _ = exported
     base = resolve_base("embedded")

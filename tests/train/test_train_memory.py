@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from test_train_sft_grpo import sft_export
 
-from clawsdk_plugins import train_common
-from clawsdk_plugins.train_common import activation_bytes, plan_step
+from clawsdk_plugins.trainers import common as train_common
+from clawsdk_plugins.trainers.common import activation_bytes, plan_step
 
 SMOLLM2 = SimpleNamespace(num_hidden_layers=30, num_attention_heads=9, hidden_size=576, vocab_size=49152)
 GB = 1 << 30
@@ -51,7 +51,7 @@ def test_micro_batches_make_the_same_optimizer_steps(tiny_model, tmp_path, monke
     import torch
     from transformers import AutoModelForCausalLM
 
-    from clawsdk_plugins.trainers import TrlSftTrainer
+    from clawsdk_plugins.trainers.trl import TrlSftTrainer
 
     db, dataset_id = sft_export(tmp_path, n=4)
     monkeypatch.setattr(train_common, "activation_bytes", lambda config, rows, length: rows * GB)

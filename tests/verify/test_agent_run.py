@@ -13,7 +13,7 @@ from clawsdk.sandbox.hostdir import HostDirSandbox
 from clawsdk.tasks.model import File, Task
 from clawsdk.verify.checks import ChecksVerifier
 from clawsdk.verify.verdict import VerifyContext
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 SEES = {"type": "command", "name": "what the agent's side saw", "agent_run": 'echo "hidden=${CLAWSDK_HIDDEN:-none}"; '
         'ls "$CLAWSDK_HIDDEN" /clawsdk/hidden 2>/dev/null | grep -c expected.txt', "run": "tr '\\n' ' ' | grep -qx 'hidden=none 0 '"}

@@ -11,8 +11,8 @@ from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify.verdict import read_score
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.clawgym import parse_score
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.clawgym import parse_score
 
 
 @pytest.mark.parametrize("text", ["１", "٠.٥", "0.5_0", "nan", "inf", "1 0", "0x1", ""])

@@ -13,7 +13,7 @@ import pytest
 from clawsdk import run_sync
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify import checks as checks_module
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from tests.conftest import loop_ticks, make_task
 from tests.sandbox.sandbox_backends import skip_unless_available
 

@@ -11,7 +11,7 @@ from clawsdk.bench.report import build_report
 from clawsdk.bench.results import load_run
 from clawsdk.bench.render import status_line
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 CODE = {"type": "checks", "checks": [{"type": "file_exists", "path": "out/report.md"},
                                      {"type": "text_contains", "path": "out/report.md", "text": "Total"}]}

@@ -14,7 +14,7 @@ import pytest
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from tests.formats.formats_helpers import JudgeServer
 
 RULES = [{"name": "report", "file_path": "out/report.md", "scores": {"0": "missing", "1": "complete"}}]

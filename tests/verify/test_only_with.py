@@ -11,7 +11,7 @@ import pytest
 from clawsdk import run_sync
 from clawsdk.tasks.sources import load_tasks
 from clawsdk.verify.checks import parse_checks
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from clawsdk import run_sync
 from clawsdk.tasks.sources import load_tasks
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 TASK = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "weekly-meeting-schedule"
 REFERENCE = {"Sprint kickoff": ("Wed", 13), "Ana/Dev 1:1": ("Wed", 14), "Client demo": ("Thu", 9),

@@ -7,7 +7,7 @@ from mcp import Client
 
 from clawsdk.tasks.model import File, Task
 from clawsdk.testing.skills import assert_skill_conforms
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_skill_todo import server
 
 

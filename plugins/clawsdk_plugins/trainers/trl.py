@@ -1,0 +1,20 @@
+"""Trainer plugins: `trl-sft` (sft.py) and `trl-grpo` (grpo.py); common.py holds what they
+share. The trainers' CLI is core (`clawsdk train`, clawsdk/cli/train_cmd.py) and finds them through the
+registry. This module registers them and keeps the names older code imports from here.
+"""
+
+from __future__ import annotations
+
+from clawsdk.hookspecs import hookimpl
+from clawsdk.train import TrainResult
+from clawsdk_plugins.trainers.common import resolve_base
+from clawsdk_plugins.trainers.grpo import TrlGrpoTrainer
+from clawsdk_plugins.trainers.sft import TrlSftTrainer
+
+__all__ = ["TrainResult", "TrlGrpoTrainer", "TrlSftTrainer", "register_trainers", "resolve_base"]
+
+
+@hookimpl
+def register_trainers(register):
+    register("trl-sft", TrlSftTrainer)
+    register("trl-grpo", TrlGrpoTrainer)
