@@ -226,9 +226,11 @@ def test_a_kind_loads_only_its_plugins():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(eval(out.stdout))  # noqa: S307 - our own printout
-    assert {"clawsdk_plugins.sources.native", "clawsdk_plugins.sources.clawgym"} <= loaded
+    assert {"clawsdk_plugins.sources.native", "clawsdk_plugins.sources.clawgym",
+            "clawsdk_plugins.sources.procedural"} <= loaded
     assert not loaded & {"mcp", "clawsdk_plugins.models.openai", "clawsdk_plugins.agents.toolloop",
-                         "clawsdk_plugins.sandboxes.docker", "clawsdk_plugins.trainers.trl"}
+                         "clawsdk_plugins.sandboxes.docker", "clawsdk_plugins.trainers.trl",
+                         "clawsdk_plugins.commands.synth"}
 
 
 def test_a_plugin_that_exits_or_interrupts_on_import_is_reported_not_fatal(tmp_path):

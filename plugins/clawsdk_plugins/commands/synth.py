@@ -1,6 +1,6 @@
 """`clawsdk synth`: make tasks (procedural families, persona and skill routes), ask why one was dropped.
 
-Also the task source `procedural:FAMILY?n=..&seed=..&difficulty=..` (FAMILY may be 'all' or a list).
+The task source `procedural:FAMILY?...` is sources/procedural.py (reading tasks loads no CLI).
 """
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs
 
 import anyio
 import click
@@ -20,10 +18,9 @@ from rich.table import Table
 
 from clawsdk.cli.common import announce_sandbox, console, db_option, err_console, friendly_errors, parse_options
 from clawsdk.cli.options import sandbox_option
-from clawsdk.errors import TaskFormatError
 from clawsdk.hookspecs import hookimpl
 from clawsdk.store.store import Store, default_db_path
-from clawsdk.tasks.model import Task, check_task_id
+from clawsdk.tasks.model import check_task_id
 
 
 def _task_id_prefix(ctx, param, value: str | None) -> str | None:
@@ -355,38 +352,6 @@ def report_command(run_id, db, as_json):
             raise LookupError(f"no synthesis run {run_id!r} in {store.path} (`clawsdk synth report` lists them)")
         summary = records.summary(run_id)
     _print_report(summary, None, as_json)
-
-
-# ---- the procedural task source ------------------------------------------------------------------
-
-
-class ProceduralSource:
-    """procedural:FAMILIES?n=10&seed=1&difficulty=mixed -> generated tasks (never detected from a path)."""
-
-    def detect(self, path: Path) -> bool:
-        return False
-
-    def load(self, path: Path) -> Iterator[Task | TaskFormatError]:
-        from clawsdk.synth.families import resolve_families
-        from clawsdk.synth.procedural import generate
-
-        spec = str(path)
-        names, _, query = spec.partition("?")
-        params = {k: v[-1] for k, v in parse_qs(query).items()}
-        unknown = set(params) - {"n", "seed", "difficulty"}
-        try:
-            if unknown:
-                raise ValueError(f"unknown parameter(s) {sorted(unknown)}; use n, seed, difficulty")
-            fams = resolve_families(names or "all")
-            yield from generate(fams, int(params.get("n", 10)), int(params.get("seed", 1)),
-                                params.get("difficulty", "mixed"))
-        except (LookupError, ValueError) as e:
-            yield TaskFormatError(f"procedural:{spec}", str(e))
-
-
-@hookimpl
-def register_task_sources(register):
-    register("procedural", ProceduralSource())
 
 
 @hookimpl
