@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import pluggy
 
@@ -361,6 +361,51 @@ class Registry:
                     if kind in self._settled:
                         self._call_hook(kind, only=module)
             return info or self.plugins[-1]
+
+
+class Contract:
+    """A registered plugin object seen through its kind's contract: the one style every kind's contract
+    is written in (docs/plugins.md).
+
+    Each kind declares a subclass beside its base class (`SandboxPlugin` in clawsdk/sandbox/base.py,
+    `ModelPlugin` in clawsdk/models/base.py, ...). Its methods are the kind's optional parts, each with
+    what it means when a plugin leaves it out; a plugin provides one by carrying an attribute of that
+    name (a plain factory or class, the way a third party writes it) or by subclassing the contract.
+    The core reads a registered name through its contract (``SandboxPlugin.named("docker").available()``),
+    so it calls declared methods and never probes a plugin's attributes. The tables keep what was
+    registered, as it was: `Registry.get` returns the plugin's own object.
+    """
+
+    #: the registry table this contract reads ("sandboxes", "models", ...)
+    kind: ClassVar[str]
+
+    def __init__(self, target: Any = None) -> None:
+        self.target = target
+
+    @classmethod
+    def of(cls, target: Any) -> Self:
+        """`target` seen through this contract (itself, when it subclasses the contract)."""
+        return target if isinstance(target, cls) else cls(target)
+
+    @classmethod
+    def named(cls, name: str, registry: Registry | None = None) -> Self:
+        """The plugin registered as `name` in this contract's kind (PluginError naming the known ones)."""
+        return cls.of((registry or get_registry()).get(cls.kind, name))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target(*args, **kwargs)
+
+    def provided(self, part: str) -> Any:
+        """The plugin's own `part`, or None if it has none: the one place an optional part is looked up."""
+        return None if self.target is None else getattr(self.target, part, None)
+
+    def call(self, part: str, *args: Any, default: Any = None) -> Any:
+        """The plugin's own `part` called with `args`, or `default` if it has none."""
+        fn = self.provided(part)
+        return default if fn is None else fn(*args)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.target!r})"
 
 
 _registry: Registry | None = None
