@@ -30,12 +30,6 @@ class TaskSourcePlugin(Contract):
 
     kind = "task_sources"
 
-    def detect(self, path: Path) -> bool:
-        return self.target.detect(path)
-
-    def load(self, path: Path) -> Iterator[Task | TaskFormatError]:
-        return self.target.load(path)
-
     @property
     def writes(self) -> bool:
         """Whether this format can be written (`clawsdk convert --to NAME`)."""
