@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 import textwrap
@@ -281,3 +282,30 @@ def test_a_task_source_whose_detect_raises_is_not_mine_with_a_warning(tmp_path):
     assert out.returncode == 0 and "monthly-expense-report" in out.stdout, out.stderr
     warning = "task source 'aaa-first' of plugin claw_detect: detect() raised RuntimeError: detect exploded"
     assert warning in " ".join(out.stderr.split()), out.stderr
+
+
+def test_the_import_paths_earlier_docs_showed_still_work():
+    """docs/external-agents.md, docs/models.md and docs/ray.md showed users these imports before the plugins
+    were grouped by kind; each still works and says where the name moved."""
+    code = (
+        "import warnings\n"
+        "warnings.simplefilter('always')\n"
+        "with warnings.catch_warnings(record=True) as said:\n"
+        "    from clawsdk_plugins.cli_agent.base import CliAgent\n"
+        "    from clawsdk_plugins.cli_agent.commands import agent_group\n"
+        "    from clawsdk_plugins.cli_agent.install import Package\n"
+        "    from clawsdk_plugins.executor_ray import RayExecutor\n"
+        "    from clawsdk_plugins.trainers import resolve_base\n"
+        "from clawsdk_plugins.agents.cli_agent.base import CliAgent as moved\n"
+        "from clawsdk.train import resolve_weights\n"
+        "assert CliAgent is moved and resolve_base is resolve_weights\n"
+        "import json\n"
+        "print(json.dumps(sorted(str(w.message) for w in said if w.category is DeprecationWarning)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == [
+        "clawsdk_plugins.cli_agent.base moved to clawsdk_plugins.agents.cli_agent.base",
+        "clawsdk_plugins.cli_agent.commands moved to clawsdk_plugins.agents.cli_agent.commands",
+        "clawsdk_plugins.cli_agent.install moved to clawsdk_plugins.agents.cli_agent.install",
+        "clawsdk_plugins.executor_ray moved to clawsdk_plugins.executors.ray",
+    ]
