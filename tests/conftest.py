@@ -14,6 +14,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "tasks"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: this checkout's packages, for a child process's PYTHONPATH (the venv may hold an editable install of another)
+CHECKOUT_PATH = os.pathsep.join(str(REPO / d) for d in ("", "plugins", "tools", "skills", "tui"))
 # the real ClawGym / PinchBench samples, where a checkout has them next to it: extra tests only
 SHARED_DATA = Path(os.environ.get("CLAWSDK_SAMPLE_DATA") or REPO.parent / "shared" / "data")
 needs_shared_data = pytest.mark.skipif(
