@@ -285,8 +285,8 @@ def test_a_task_source_whose_detect_raises_is_not_mine_with_a_warning(tmp_path):
 
 
 def test_the_import_paths_earlier_docs_showed_still_work():
-    """docs/external-agents.md, docs/models.md and docs/ray.md showed users these imports before the plugins
-    were grouped by kind; each still works and says where the name moved."""
+    """docs/external-agents.md, docs/models.md, docs/ray.md and the skill-plugin example showed users these
+    imports before the plugins were grouped by kind; each still works and says where the name moved."""
     code = (
         "import warnings\n"
         "warnings.simplefilter('always')\n"
@@ -295,6 +295,7 @@ def test_the_import_paths_earlier_docs_showed_still_work():
         "    from clawsdk_plugins.cli_agent.commands import agent_group\n"
         "    from clawsdk_plugins.cli_agent.install import Package\n"
         "    from clawsdk_plugins.executor_ray import RayExecutor\n"
+        "    from clawsdk_plugins.sandbox_local import LocalSandbox\n"
         "    from clawsdk_plugins.trainers import resolve_base\n"
         "from clawsdk_plugins.agents.cli_agent.base import CliAgent as moved\n"
         "from clawsdk.train import resolve_weights\n"
@@ -308,4 +309,5 @@ def test_the_import_paths_earlier_docs_showed_still_work():
         "clawsdk_plugins.cli_agent.commands moved to clawsdk_plugins.agents.cli_agent.commands",
         "clawsdk_plugins.cli_agent.install moved to clawsdk_plugins.agents.cli_agent.install",
         "clawsdk_plugins.executor_ray moved to clawsdk_plugins.executors.ray",
+        "clawsdk_plugins.sandbox_local moved to clawsdk_plugins.sandboxes.local",
     ]
