@@ -305,6 +305,7 @@ def test_the_import_paths_earlier_docs_showed_still_work():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == [
+        "clawsdk_plugins.cli_agent moved to clawsdk_plugins.agents.cli_agent",
         "clawsdk_plugins.cli_agent.base moved to clawsdk_plugins.agents.cli_agent.base",
         "clawsdk_plugins.cli_agent.commands moved to clawsdk_plugins.agents.cli_agent.commands",
         "clawsdk_plugins.cli_agent.install moved to clawsdk_plugins.agents.cli_agent.install",
