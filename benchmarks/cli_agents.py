@@ -27,21 +27,21 @@ sys.path.insert(0, str(REPO))
 
 def agent_class(name: str):
     if name == "claude-code":
-        from clawsdk_plugins.agent_claude_code import ClaudeCodeAgent
+        from clawsdk_plugins.agents.claude_code import ClaudeCodeAgent
 
         return ClaudeCodeAgent
     if name == "codex":
-        from clawsdk_plugins.agent_codex import CodexAgent
+        from clawsdk_plugins.agents.codex import CodexAgent
 
         return CodexAgent
-    from clawsdk_plugins.openclaw.agent import OpenClawAgent
+    from clawsdk_plugins.agents.openclaw.agent import OpenClawAgent
 
     return OpenClawAgent
 
 
 def install_fresh(name: str, root: Path) -> tuple[float, float]:
     """(seconds, MB) of `clawsdk NAME install` into an empty prefix with an empty npm cache."""
-    from clawsdk_plugins.cli_agent.install import _size_mb, install
+    from clawsdk_plugins.agents.cli_agent.install import _size_mb, install
 
     cache = tempfile.mkdtemp(prefix="npm-cache-")
     os.environ["npm_config_cache"] = cache

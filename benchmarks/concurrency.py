@@ -64,7 +64,7 @@ def tasks(workload: str, n: int):
 def measure(workload: str, concurrency: str, db: str) -> dict:
     """One run in this (child) process."""
     import anyio
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     from clawsdk import Store, run
 

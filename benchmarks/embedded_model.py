@@ -43,7 +43,7 @@ def core_tools() -> list[dict]:
     from clawsdk.sandbox.base import SandboxConfig
 
     async def listed():
-        from clawsdk_plugins.sandbox_local import LocalSandbox
+        from clawsdk_plugins.sandboxes.local import LocalSandbox
         from mcp import Client
 
         sandbox = LocalSandbox(SandboxConfig())
@@ -90,11 +90,11 @@ def main() -> None:
     cases = set(args.cases.split(","))
 
     if args.model == "embedded":
-        from clawsdk_plugins.models_embedded import EmbeddedModel
+        from clawsdk_plugins.models.embedded import EmbeddedModel
 
         model = EmbeddedModel(max_batch=args.concurrency, threads=args.threads)
     elif args.model.startswith("transformers:"):
-        from clawsdk_plugins.models_transformers import TransformersModel
+        from clawsdk_plugins.models.transformers import TransformersModel
 
         model = TransformersModel(args.model.split(":", 1)[1], max_batch=args.concurrency, threads=args.threads)
     else:
@@ -111,7 +111,8 @@ def main() -> None:
     model._generate = lambda batch: (sizes.append(batch), generate(batch))[1]
     prompt_tokens = [len(model.render(m, tools)) for m in batch]
 
-    from clawsdk_plugins import local_engine, models_transformers
+    from clawsdk_plugins.models import local_engine
+    from clawsdk_plugins.models import transformers as models_transformers
     from transformers.cache_utils import DynamicLayer
 
     listing = "\n".join(f"-rw-r--r-- 1 agent agent {100 + 37 * i:>6} notes/file_{i:03d}.md" for i in range(20))

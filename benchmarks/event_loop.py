@@ -19,7 +19,7 @@ import os
 import time
 
 import anyio
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.tasks.model import File, Task

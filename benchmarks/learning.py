@@ -193,7 +193,7 @@ class Experiment:
         ckpt = self.out / folder
         if (c := reused(ckpt)) is not None:
             return str(ckpt), c["metrics"]
-        from clawsdk_plugins.trainers import TrlSftTrainer
+        from clawsdk_plugins.trainers.trl import TrlSftTrainer
 
         a = self.args
         trainer = TrlSftTrainer(base, epochs=a.epochs, max_steps=a.sft_max_steps, lr=a.lr, batch_size=a.batch_size,
@@ -210,7 +210,7 @@ class Experiment:
         ckpt = self.out / "grpo"
         if (c := reused(ckpt)) is not None:
             return str(ckpt), c["metrics"]
-        from clawsdk_plugins.trainers import TrlGrpoTrainer
+        from clawsdk_plugins.trainers.trl import TrlGrpoTrainer
 
         a = self.args
         with Store(self.db) as store:

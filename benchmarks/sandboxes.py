@@ -59,10 +59,10 @@ def spec(backend: str) -> tuple[str, SandboxConfig]:
 def available(backend: str) -> str | None:
     backend = spec(backend)[0]
     if backend == "bwrap":
-        from clawsdk_plugins.sandbox_bwrap import available as why
+        from clawsdk_plugins.sandboxes.bwrap import available as why
         return why()
     if backend == "docker":
-        from clawsdk_plugins.sandbox_docker import available as why
+        from clawsdk_plugins.sandboxes.docker import available as why
         return why()
     return None
 

@@ -70,7 +70,7 @@ def m_w1(n: int, db: str) -> dict:
     import anyio
 
     sys.path.insert(0, str(HERE))
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
     from w1 import w1_calls, w1_tasks
 
     from clawsdk import run

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import anyio
 import clawsdk_skills
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 from clawsdk import Task, run
 from clawsdk.mcp.session import ToolSession

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import anyio
 import httpx2
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -74,7 +74,6 @@ async def session(n: int) -> tuple[float, list[float]]:
 STDIO_SERVER = """
 import anyio
 from clawsdk.tasks.model import File, Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
 from clawsdk_tools.core import core_server
 T = Task(id="b", instruction="b", workspace=[File(path="notes.txt", text="hello\\n" * 20)])
 async def main():

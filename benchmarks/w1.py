@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import anyio
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 from mcp import Client
 

@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import pluggy
 
@@ -35,64 +35,66 @@ def _failure(e: BaseException) -> str:
 
 
 DEFAULT_PLUGINS = (
-    "clawsdk_plugins.sources",
-    "clawsdk_plugins.sandbox_local",
-    "clawsdk_plugins.sandbox_bwrap",
-    "clawsdk_plugins.sandbox_docker",
-    "clawsdk_plugins.agents",
-    "clawsdk_plugins.executors",
-    "clawsdk_plugins.executor_ray",
-    "clawsdk_plugins.verifiers",
-    "clawsdk_plugins.clawgym",
-    "clawsdk_plugins.clawgym_sources",
-    "clawsdk_plugins.pinchbench",
-    "clawsdk_plugins.harbor",
-    "clawsdk_plugins.models_openai",
-    "clawsdk_plugins.models_local",
-    "clawsdk_plugins.agent_toolloop",
-    "clawsdk_plugins.agent_replay",
-    "clawsdk_plugins.bench",
-    "clawsdk_plugins.synth",
+    "clawsdk_plugins.sources.native",
+    "clawsdk_plugins.sandboxes.local",
+    "clawsdk_plugins.sandboxes.bwrap",
+    "clawsdk_plugins.sandboxes.docker",
+    "clawsdk_plugins.agents.builtin",
+    "clawsdk_plugins.executors.local",
+    "clawsdk_plugins.executors.ray",
+    "clawsdk_plugins.verifiers.builtin",
+    "clawsdk_plugins.sources.clawgym",
+    "clawsdk_plugins.sources.clawgym_sources",
+    "clawsdk_plugins.sources.pinchbench",
+    "clawsdk_plugins.sources.harbor",
+    "clawsdk_plugins.sources.procedural",
+    "clawsdk_plugins.models.openai",
+    "clawsdk_plugins.models.local",
+    "clawsdk_plugins.agents.toolloop",
+    "clawsdk_plugins.agents.replay",
+    "clawsdk_plugins.commands.bench",
+    "clawsdk_plugins.commands.synth",
     "clawsdk_tools.plugin",
-    "clawsdk_plugins.skills",
-    "clawsdk_plugins.agent_harness",
-    "clawsdk_plugins.openclaw",
-    "clawsdk_plugins.agent_claude_code",
-    "clawsdk_plugins.agent_codex",
-    "clawsdk_plugins.mcp_commands",
-    "clawsdk_plugins.trainers",
+    "clawsdk_plugins.skills.packs",
+    "clawsdk_plugins.agents.harness",
+    "clawsdk_plugins.agents.openclaw",
+    "clawsdk_plugins.agents.claude_code",
+    "clawsdk_plugins.agents.codex",
+    "clawsdk_plugins.commands.mcp",
+    "clawsdk_plugins.trainers.trl",
 )
 
 #: what each built-in registers, read without importing it: a command that needs one kind imports
 #: only the plugins that provide it (`clawsdk tasks list` loads no MCP, no model backend). A built-in
 #: missing here is imported for every kind; tests/core/test_plugins.py keeps this in step.
 BUILTIN_KINDS: dict[str, tuple[str, ...]] = {
-    "clawsdk_plugins.sources": ("task_sources",),
-    "clawsdk_plugins.sandbox_local": ("sandboxes",),
-    "clawsdk_plugins.sandbox_bwrap": ("sandboxes",),
-    "clawsdk_plugins.sandbox_docker": ("sandboxes", "commands"),
-    "clawsdk_plugins.agents": ("agents",),
-    "clawsdk_plugins.executors": ("executors",),
-    "clawsdk_plugins.executor_ray": ("executors",),
-    "clawsdk_plugins.verifiers": ("verifiers",),
-    "clawsdk_plugins.clawgym": ("verifiers",),
-    "clawsdk_plugins.clawgym_sources": ("task_sources",),
-    "clawsdk_plugins.pinchbench": ("task_sources", "verifiers"),
-    "clawsdk_plugins.harbor": ("task_sources", "verifiers"),
-    "clawsdk_plugins.models_openai": ("models",),
-    "clawsdk_plugins.models_local": ("models",),
-    "clawsdk_plugins.agent_toolloop": ("agents",),
-    "clawsdk_plugins.agent_replay": ("agents",),
-    "clawsdk_plugins.bench": ("commands",),
-    "clawsdk_plugins.synth": ("task_sources", "commands"),
+    "clawsdk_plugins.sources.native": ("task_sources",),
+    "clawsdk_plugins.sandboxes.local": ("sandboxes",),
+    "clawsdk_plugins.sandboxes.bwrap": ("sandboxes",),
+    "clawsdk_plugins.sandboxes.docker": ("sandboxes", "commands"),
+    "clawsdk_plugins.agents.builtin": ("agents",),
+    "clawsdk_plugins.executors.local": ("executors",),
+    "clawsdk_plugins.executors.ray": ("executors",),
+    "clawsdk_plugins.verifiers.builtin": ("verifiers",),
+    "clawsdk_plugins.sources.clawgym": ("verifiers",),
+    "clawsdk_plugins.sources.clawgym_sources": ("task_sources",),
+    "clawsdk_plugins.sources.pinchbench": ("task_sources", "verifiers"),
+    "clawsdk_plugins.sources.harbor": ("task_sources", "verifiers"),
+    "clawsdk_plugins.sources.procedural": ("task_sources",),
+    "clawsdk_plugins.models.openai": ("models",),
+    "clawsdk_plugins.models.local": ("models",),
+    "clawsdk_plugins.agents.toolloop": ("agents",),
+    "clawsdk_plugins.agents.replay": ("agents",),
+    "clawsdk_plugins.commands.bench": ("commands",),
+    "clawsdk_plugins.commands.synth": ("commands",),
     "clawsdk_tools.plugin": ("skills",),
-    "clawsdk_plugins.skills": ("skills",),
-    "clawsdk_plugins.agent_harness": ("agents",),
-    "clawsdk_plugins.openclaw": ("agents", "commands"),
-    "clawsdk_plugins.agent_claude_code": ("agents", "commands"),
-    "clawsdk_plugins.agent_codex": ("agents", "commands"),
-    "clawsdk_plugins.mcp_commands": ("commands",),
-    "clawsdk_plugins.trainers": ("trainers",),
+    "clawsdk_plugins.skills.packs": ("skills",),
+    "clawsdk_plugins.agents.harness": ("agents",),
+    "clawsdk_plugins.agents.openclaw": ("agents", "commands"),
+    "clawsdk_plugins.agents.claude_code": ("agents", "commands"),
+    "clawsdk_plugins.agents.codex": ("agents", "commands"),
+    "clawsdk_plugins.commands.mcp": ("commands",),
+    "clawsdk_plugins.trainers.trl": ("trainers",),
 }
 
 KINDS = {
@@ -359,6 +361,51 @@ class Registry:
                     if kind in self._settled:
                         self._call_hook(kind, only=module)
             return info or self.plugins[-1]
+
+
+class Contract:
+    """A registered plugin object seen through its kind's contract: the one style every kind's contract
+    is written in (docs/plugins.md).
+
+    Each kind declares a subclass beside its base class (`SandboxPlugin` in clawsdk/sandbox/base.py,
+    `ModelPlugin` in clawsdk/models/base.py, ...). Its methods are the kind's optional parts, each with
+    what it means when a plugin leaves it out; a plugin provides one by carrying an attribute of that
+    name (a plain factory or class, the way a third party writes it) or by subclassing the contract.
+    The core reads a registered name through its contract (``SandboxPlugin.named("docker").available()``),
+    so it calls declared methods and never probes a plugin's attributes. The tables keep what was
+    registered, as it was: `Registry.get` returns the plugin's own object.
+    """
+
+    #: the registry table this contract reads ("sandboxes", "models", ...)
+    kind: ClassVar[str]
+
+    def __init__(self, target: Any = None) -> None:
+        self.target = target
+
+    @classmethod
+    def of(cls, target: Any) -> Self:
+        """`target` seen through this contract (itself, when it subclasses the contract)."""
+        return target if isinstance(target, cls) else cls(target)
+
+    @classmethod
+    def named(cls, name: str, registry: Registry | None = None) -> Self:
+        """The plugin registered as `name` in this contract's kind (PluginError naming the known ones)."""
+        return cls.of((registry or get_registry()).get(cls.kind, name))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target(*args, **kwargs)
+
+    def provided(self, part: str) -> Any:
+        """The plugin's own `part`, or None if it has none: the one place an optional part is looked up."""
+        return None if self.target is None else getattr(self.target, part, None)
+
+    def call(self, part: str, *args: Any, default: Any = None) -> Any:
+        """The plugin's own `part` called with `args`, or `default` if it has none."""
+        fn = self.provided(part)
+        return default if fn is None else fn(*args)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.target!r})"
 
 
 _registry: Registry | None = None

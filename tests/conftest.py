@@ -14,6 +14,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples" / "tasks"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: this checkout's packages, for a child process's PYTHONPATH (the venv may hold an editable install of another)
+CHECKOUT_PATH = os.pathsep.join(str(REPO / d) for d in ("", "plugins", "tools", "skills", "tui"))
 # the real ClawGym / PinchBench samples, where a checkout has them next to it: extra tests only
 SHARED_DATA = Path(os.environ.get("CLAWSDK_SAMPLE_DATA") or REPO.parent / "shared" / "data")
 needs_shared_data = pytest.mark.skipif(
@@ -94,9 +96,10 @@ def db(tmp_path: Path) -> Path:
 def flaky_sandbox(monkeypatch: pytest.MonkeyPatch) -> str:
     """The name of a local sandbox whose first start fails ("disk went away"), registered for one test only:
     the process-wide registry is what later tests list."""
-    from clawsdk_plugins.sandbox_local import LocalSandbox
+    from clawsdk_plugins.sandboxes.local import LocalSandbox
 
     from clawsdk.plugins import get_registry
+
 
     class FlakySandbox(LocalSandbox):
         failures = 1
@@ -117,6 +120,6 @@ def _sandbox_root(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     if "CLAWSDK_SANDBOX_ROOT" not in os.environ:
         monkeypatch.setenv("CLAWSDK_SANDBOX_ROOT", str(tmp_path_factory.mktemp("sandboxes")))
     yield
-    pool = sys.modules.get("clawsdk_plugins.docker_pool")
+    pool = sys.modules.get("clawsdk_plugins.sandboxes.docker_pool")
     if pool is not None:  # warm docker containers hold (mounted) folders under this test's root
         pool.drain()

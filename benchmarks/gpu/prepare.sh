@@ -13,7 +13,7 @@ $py -m pip freeze --exclude-editable | grep -v -i -E "^(#|clawsdk|torch|numpy|pa
 $py -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl -r .gpu/requirements.txt
-smol=$($py -c "from clawsdk_plugins.models_embedded import EmbeddedModel; print(EmbeddedModel.weights())")
+smol=$($py -c "from clawsdk_plugins.models.embedded import EmbeddedModel; print(EmbeddedModel.weights())")
 mkdir -p .gpu/smol && cp "$smol"/{config.json,generation_config.json,tokenizer.json,tokenizer_config.json,chat_template.jinja} .gpu/smol/
 db=$(mktemp -d)/gpu.db
 .venv/bin/clawsdk run examples/tasks --agent oracle --run-id gpu-oracle --db "$db" > /dev/null

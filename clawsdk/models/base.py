@@ -11,6 +11,8 @@ import abc
 from dataclasses import dataclass, field
 from typing import Any
 
+from clawsdk.plugins import Contract
+
 
 @dataclass
 class ChatResponse:
@@ -39,3 +41,17 @@ class Model(abc.ABC):
 
     async def aclose(self) -> None:
         """Release connections or weights."""
+
+
+class ModelPlugin(Contract):
+    """The model kind: a factory ``(**options) -> Model`` (`--model BACKEND:NAME`, `--model-opt`),
+    registered with `register_models`. It may carry this method; left out, it means what its default does."""
+
+    kind = "models"
+
+    def weights(self, name: str) -> str | None:
+        """The local checkpoint folder of model `name` (`clawsdk train`, `--tokenizer`): the embedded
+        backend's dequantized copy, a transformers path. Left out: None, the backend keeps no weights here."""
+        located = self.call("weights", name)
+        return None if located is None else str(located)
+

@@ -44,6 +44,8 @@ class Agent(abc.ABC):
     name: str = "agent"
     #: the model id recorded on each rollout, if the agent uses one
     model: str | None = None
+    #: seconds added to the task's time limit for the agent's own start-up (a CLI agent's Node runtime)
+    startup_allowance_s: float = 0.0
 
     @abc.abstractmethod
     async def run(self, ctx: AgentContext) -> None:

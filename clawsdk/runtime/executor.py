@@ -36,6 +36,8 @@ class RolloutJob:
 
 class Executor(abc.ABC):
     name = "executor"
+    #: the slots its attempts' verifiers share (a live run's `verifiers=N` resizes them), or None: no limit
+    verifier_slots: anyio.CapacityLimiter | None = None
 
     async def __aenter__(self) -> Executor:
         return self

@@ -25,11 +25,11 @@ from mcp import StdioServerParameters
 from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierError, VerifierTimeout
 from clawsdk.mcp.session import ToolSession, ToolSource, ToolSpec
 from clawsdk.runtime.agent import AgentContext
-from clawsdk.sandbox.toolruntime import server_ref
+from clawsdk.sandbox.toolruntime import SkillPlugin
 from clawsdk.store.events import ErrorEvent, Note
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import McpServer
-from clawsdk.verify.verdict import Verdict, VerifyContext
+from clawsdk.verify.verdict import Verdict, VerifierPlugin, VerifyContext
 
 if TYPE_CHECKING:
     from clawsdk.plugins import Registry
@@ -78,16 +78,16 @@ def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[ToolS
     sandbox; any other is built here (it lists the tools), and runs its tools behind the boundary."""
     sources = []
     for name in task.tools:
-        factory = registry.get("skills", name)
-        command = getattr(factory, "mcp_command", None)
-        server = factory(sandbox, task)
+        skill = SkillPlugin.named(name, registry)
+        command = skill.mcp_command
+        server = skill(sandbox, task)
         if command is not None:
             sources.append(ToolSource(name=name, server=server, command=command, skill=name))
         elif isinstance(server, StdioServerParameters):  # a program of its own: started inside, as a command
             command = McpServer(command=[server.command, *server.args], env=dict(server.env or {}))
             sources.append(ToolSource(name=name, command=command))
         else:
-            sources.append(ToolSource(name=name, server=server, ref=server_ref(factory)))
+            sources.append(ToolSource(name=name, server=server, ref=skill.server_ref()))
     sources += [ToolSource(name=name, command=spec) for name, spec in task.mcp_servers.items()]
     return sources
 
@@ -97,8 +97,7 @@ async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Reg
     """End the agent's turn, run the verifier's part that runs the agent's code (its `before_hidden`),
     inject the hidden files, then score the workspace, all within the task's verifier timeout."""
     started = time.perf_counter()
-    factory = registry.get("verifiers", task.verifier.type)
-    verifier = factory(task.verifier)
+    verifier = VerifierPlugin.named(task.verifier.type, registry).make(task.verifier)
     try:
         # before the verifier's clock: what end_turn has to clean is the agent's (a tree built to be slow to
         # walk ran the verification out of time, unscored), and end_turn keeps to a budget of its own

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from clawsdk.errors import FileTooLarge
+from clawsdk.plugins import Contract
 
 if TYPE_CHECKING:
     from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -291,3 +292,33 @@ class Sandbox(abc.ABC):
 
         with anyio.CancelScope(shield=True):
             await self.close()
+
+
+class SandboxPlugin(Contract):
+    """The sandbox kind: a factory ``(config: SandboxConfig | None = None) -> Sandbox``, registered with
+    `register_sandboxes`. It may carry any of these methods; left out, each means what its default does."""
+
+    kind = "sandboxes"
+
+    def available(self) -> str | None:
+        """None if the backend can run here, else a one-line reason (`clawsdk sandbox check`, `auto`).
+        Left out: available."""
+        return self.call("available")
+
+    def warning(self) -> str | None:
+        """What choosing this backend exposes, said wherever it is chosen (`clawsdk run`). Left out:
+        nothing."""
+        return self.call("warning")
+
+    def start_concurrency(self) -> int | None:
+        """Where `-c auto` starts (a container engine slows as it creates many at once). Left out: None,
+        the controller's own start."""
+        return self.call("start_concurrency")
+
+    async def drain(self) -> None:
+        """Free what the backend keeps warm between sandboxes; a run awaits it when it ends. Left out:
+        nothing to free."""
+        drain = self.provided("drain")
+        if drain is not None:
+            await drain()
+

@@ -15,7 +15,7 @@ from dataclasses import fields
 from typing import Any
 
 from clawsdk.errors import ClawError, TaskFormatError
-from clawsdk.sandbox.base import Capabilities, SandboxConfig
+from clawsdk.sandbox.base import Capabilities, Sandbox, SandboxConfig, SandboxPlugin
 from clawsdk.tasks.model import Task
 
 CAPABILITY_NAMES = tuple(f.name for f in fields(Capabilities))
@@ -61,10 +61,9 @@ def runnable(tasks: list[Task], sandbox: Any) -> tuple[list[Task], list[TaskForm
     """The tasks `sandbox` (an unstarted instance of the run's backend) can run, and one error for each it
     cannot (`Sandbox.cannot_run`: an image it cannot build, paths it cannot mount, a network policy it cannot
     enforce). Said once per task, before anything runs; none of a refused task's rollouts runs."""
-    check = getattr(sandbox, "cannot_run", None)  # a backend that is no Sandbox subclass says nothing
     keep, refused = [], []
     for task in tasks:
-        why = check(task) if callable(check) else None
+        why = sandbox.cannot_run(task) if isinstance(sandbox, Sandbox) else None  # a duck-typed one says nothing
         if why is None:
             keep.append(task)
         else:
@@ -74,46 +73,25 @@ def runnable(tasks: list[Task], sandbox: Any) -> tuple[list[Task], list[TaskForm
 
 def backend_capabilities(name: str, config: SandboxConfig | None = None) -> Capabilities:
     """What a registered backend declares for `config`, without starting a sandbox."""
-    from clawsdk.plugins import get_registry
-
-    sandbox = get_registry().get("sandboxes", name)(config)
+    sandbox = SandboxPlugin.named(name)(config)
     return sandbox.capabilities
 
 
 def unavailable_reason(name: str) -> str | None:
-    """Why backend `name` cannot run here, or None.
-
-    Part of the sandbox factory's contract: a factory may carry ``available() -> str | None``
-    (None: it works here; else a one-line reason), so any backend, a third party's included,
-    can say why it is unavailable. A factory without it is taken to be available.
-    """
-    from clawsdk.plugins import get_registry
-
-    check = getattr(get_registry().get("sandboxes", name), "available", None)
-    return check() if callable(check) else None
+    """Why backend `name` cannot run here, or None (`SandboxPlugin.available`: any backend, a third
+    party's included, can say why it is unavailable)."""
+    return SandboxPlugin.named(name).available()
 
 
 def backend_warning(name: str) -> str | None:
-    """What choosing backend `name` exposes, said wherever it is chosen, or None.
-
-    Part of the factory's contract like ``available``: a factory may carry ``warning() -> str | None``.
-    """
-    from clawsdk.plugins import get_registry
-
-    warn = getattr(get_registry().get("sandboxes", name), "warning", None)
-    return warn() if callable(warn) else None
+    """What choosing backend `name` exposes, said wherever it is chosen, or None (`SandboxPlugin.warning`)."""
+    return SandboxPlugin.named(name).warning()
 
 
 async def release_idle(name: str) -> None:
-    """Let backend `name` free what it keeps warm between sandboxes (a run calls it when it ends).
-
-    Part of the factory's contract like ``available``: a factory may carry an async ``drain()``.
-    """
-    from clawsdk.plugins import get_registry
-
-    drain = getattr(get_registry().get("sandboxes", name), "drain", None)
-    if callable(drain):
-        await drain()
+    """Let backend `name` free what it keeps warm between sandboxes (a run calls it when it ends;
+    `SandboxPlugin.drain`)."""
+    await SandboxPlugin.named(name).drain()
 
 
 def backend_status(name: str) -> tuple[str | None, Capabilities | None]:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clawsdk.plugins import Contract
+
 ROOT = "/opt/clawsdk"
 #: prefixes whose files an isolating sandbox already shows at the same path (bwrap binds /usr)
 SYSTEM_PREFIXES = ("/usr", "/usr/local")
@@ -53,18 +55,44 @@ class ServerRef:
         return {"file": runtime.path_of_skill_file(self.file, inside=inside), "function": self.function}
 
 
+class SkillPlugin(Contract):
+    """The skill kind: a factory ``(sandbox, task) -> MCP server`` (or `StdioServerParameters`: a program of
+    its own), registered with `register_skills`. It may carry these attributes; left out, each means what
+    its default says."""
+
+    kind = "skills"
+
+    @property
+    def skill_dir(self) -> Path | None:
+        """The folder holding its SKILL.md (synthesis' skill route, the skill kit). Left out: None; the kit
+        looks beside the module that defines the factory."""
+        folder = self.provided("skill_dir")
+        return None if folder is None else Path(folder)
+
+    @property
+    def mcp_command(self) -> Any:
+        """A stdio server the skill pack declares (SKILL.md `metadata.clawsdk.mcp`), started inside the
+        sandbox from `skill_dir`. Left out: None; the factory's server is built on the host."""
+        return self.provided("mcp_command")
+
+    def server_ref(self) -> ServerRef | None:
+        """How the tool host imports the factory: its `server_ref` (a `ServerRef` or a `module:qualname`),
+        left out: the factory's own module and name; None if it cannot be imported by name (a closure, a
+        function of a script run as __main__): such a skill's tools cannot run behind the boundary."""
+        ref = self.provided("server_ref")
+        if isinstance(ref, ServerRef):
+            return ref
+        if isinstance(ref, str):
+            return ServerRef(module=ref)
+        module, qualname = self.provided("__module__"), self.provided("__qualname__") or ""
+        if not module or module == "__main__" or "<" in qualname or not qualname:
+            return None
+        return ServerRef(module=f"{module}:{qualname}")
+
+
 def server_ref(factory: Callable[..., Any]) -> ServerRef | None:
-    """How the tool host imports `factory`, or None if it cannot be imported by name (a closure, a function
-    of a script run as __main__): such a skill's tools cannot run behind the boundary."""
-    ref = getattr(factory, "server_ref", None)
-    if isinstance(ref, ServerRef):
-        return ref
-    if isinstance(ref, str):
-        return ServerRef(module=ref)
-    module, qualname = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
-    if not module or module == "__main__" or "<" in qualname or not qualname:
-        return None
-    return ServerRef(module=f"{module}:{qualname}")
+    """`SkillPlugin.server_ref` of a registered skill factory."""
+    return SkillPlugin.of(factory).server_ref()
 
 
 def _top_level(ref: ServerRef) -> str | None:
@@ -200,11 +228,11 @@ def _for_skills(skills: tuple[tuple[str, Any], ...]) -> ToolRuntime:
     top: set[str] = set()
     folders: dict[str, str] = {}
     for name, factory in skills:
-        skill_dir = getattr(factory, "skill_dir", None)
-        if skill_dir is not None and getattr(factory, "mcp_command", None) is not None:
-            folders[name] = str(skill_dir)  # its own server, started from the folder
+        skill = SkillPlugin.of(factory)
+        if skill.skill_dir is not None and skill.mcp_command is not None:
+            folders[name] = str(skill.skill_dir)  # its own server, started from the folder
             continue
-        ref = server_ref(factory)
+        ref = skill.server_ref()
         if ref is None:
             continue
         if ref.file:

@@ -118,9 +118,10 @@ def find_skills(paths: list[str | os.PathLike] | None = None) -> list[Skill]:
         roots = [Path(p) for p in paths]
     else:
         from clawsdk.plugins import get_registry
+        from clawsdk.sandbox.toolruntime import SkillPlugin
 
-        dirs = (getattr(f, "skill_dir", None) for f in get_registry().tables["skills"].values())
-        roots = [Path(d) for d in dirs if d is not None and (Path(d) / "SKILL.md").is_file()]
+        dirs = (SkillPlugin.of(f).skill_dir for f in get_registry().tables["skills"].values())
+        roots = [d for d in dirs if d is not None and (d / "SKILL.md").is_file()]
     skills: dict[str, Skill] = {}
     for root in roots:
         if not root.exists():

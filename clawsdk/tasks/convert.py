@@ -1,8 +1,8 @@
 """Export tasks to any format a task source can write: `clawsdk convert --to FORMAT`.
 
-A task source may carry a writer beside its reader, ``export(tasks, dest) -> (written, errors)``,
-where each error is a `ConvertError` naming the task and what the format cannot hold (a task is
-never written without its verifier). The format names are the sources' registered names, so a
+A task source may carry a writer beside its reader (`TaskSourcePlugin.export`:
+``(tasks, dest) -> (written, errors)``), where each error is a `ConvertError` naming the task and what the
+format cannot hold (a task is never written without its verifier). The format names are the sources' registered names, so a
 third-party format plugs in the same way as ClawGym's. Each format keeps what it can hold;
 native -> ClawGym -> native gives the same task (the same Task.hash).
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from clawsdk.errors import ClawError
 from clawsdk.tasks.model import Task
+from clawsdk.tasks.sources import TaskSourcePlugin
 
 #: older spellings of format names, still accepted
 ALIASES = {"jsonl": "clawgym-jsonl"}
@@ -28,18 +29,16 @@ def formats() -> list[str]:
     from clawsdk.plugins import get_registry
 
     table = get_registry().tables["task_sources"]
-    return sorted(name for name, source in table.items() if callable(getattr(source, "export", None)))
+    return sorted(name for name, source in table.items() if TaskSourcePlugin.of(source).writes)
 
 
 def export_tasks(tasks: Iterable[Task], dest: str | Path, fmt: str) -> tuple[int, list[ConvertError]]:
     """Write tasks to dest in fmt (a task source name, e.g. native, clawgym, clawgym-jsonl)."""
-    from clawsdk.plugins import get_registry
-
     fmt = ALIASES.get(fmt, fmt)
     known = formats()
     if fmt not in known:
         raise ValueError(f"unknown format {fmt!r}; one of {', '.join(known)}")
-    return get_registry().get("task_sources", fmt).export(tasks, Path(dest))
+    return TaskSourcePlugin.named(fmt).export(tasks, Path(dest))
 
 
 __all__ = ["ALIASES", "ConvertError", "export_tasks", "formats"]

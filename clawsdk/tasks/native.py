@@ -121,6 +121,8 @@ def _check_verifier(task: Task, spec_path: Path) -> None:
                               field="verifier.type", task_id=task.id) from None
     try:
         verifier = factory(task.verifier)
+        # `Verifier.check_task` (clawsdk/verify/verdict.py) is the contract; the task layer sits below it, so it
+        # asks the made object for the method instead of importing VerifierPlugin
         if hasattr(verifier, "check_task"):
             verifier.check_task(task)
     except (ValueError, TypeError) as e:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from clawsdk.errors import PluginError, TaskFormatError
+from clawsdk.plugins import Contract
 from clawsdk.tasks.model import Task, first_unstorable
 from clawsdk.tasks.reading import as_task_error
 
@@ -21,6 +22,26 @@ class TaskSource(Protocol):
     def detect(self, path: Path) -> bool: ...
 
     def load(self, path: Path) -> Iterator[Task | TaskFormatError]: ...
+
+
+class TaskSourcePlugin(Contract):
+    """The task source kind: an object with `detect` and `load` (`TaskSource`), registered with
+    `register_task_sources`. It may carry this method; left out, the format is read-only."""
+
+    kind = "task_sources"
+
+    @property
+    def writes(self) -> bool:
+        """Whether this format can be written (`clawsdk convert --to NAME`)."""
+        return self.provided("export") is not None
+
+    def export(self, tasks: Iterable[Task], dest: Path) -> tuple[int, list]:
+        """Write `tasks` to `dest`: (how many were written, a `ConvertError` for each the format cannot
+        hold). Left out: PluginError, the format is read-only."""
+        write = self.provided("export")
+        if write is None:
+            raise PluginError(f"task source {self.target!r} cannot write tasks (it has no export)")
+        return write(tasks, dest)
 
 
 @dataclass

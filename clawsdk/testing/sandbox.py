@@ -33,7 +33,7 @@ from pathlib import Path
 import anyio
 
 from clawsdk.errors import ClawError, FileTooLarge, PathEscapeError
-from clawsdk.sandbox.base import Sandbox, SandboxConfig
+from clawsdk.sandbox.base import Sandbox, SandboxConfig, SandboxPlugin
 from clawsdk.tasks.model import File, Task
 
 Factory = Callable[[SandboxConfig | None], Sandbox]
@@ -107,13 +107,6 @@ async def _until(predicate: Callable[[], Awaitable[bool] | bool], what: str, tim
                 await anyio.sleep(0.05)
     except TimeoutError:
         raise AssertionError(f"{what} within {timeout:g} s") from None
-
-
-async def _release_idle(factory: Factory) -> None:
-    """What a run's end does: a factory that keeps closed sandboxes warm for reuse (`drain`) lets them go."""
-    drain = getattr(factory, "drain", None)
-    if callable(drain):
-        await drain()
 
 
 # ---- the checks ------------------------------------------------------------------------------
@@ -529,7 +522,7 @@ async def check_close_removes_everything(factory: Factory, config: SandboxConfig
     root = getattr(sb, "root", None)
     await sb.close()
     await sb.close()
-    await _release_idle(factory)
+    await SandboxPlugin.of(factory).drain()  # what a run's end does
     if host is not None:
         assert not host.exists(), f"workspace {host} left behind"
     if isinstance(root, (str, Path)):
@@ -557,7 +550,7 @@ async def check_close_after_cancellation(factory: Factory, config: SandboxConfig
             await _until(lambda: (host / "started").exists() if host else True, "the command did not start")
             tg.cancel_scope.cancel()
         await sb.close()
-        await _release_idle(factory)
+        await SandboxPlugin.of(factory).drain()
     if host is not None:
         assert not host.exists(), f"workspace {host} left after close under cancellation"
     late = factory(config)
@@ -565,7 +558,7 @@ async def check_close_after_cancellation(factory: Factory, config: SandboxConfig
         await late.start(_task(**{"a.txt": "a"}))
     with anyio.fail_after(30):
         await late.close()
-        await _release_idle(factory)
+        await SandboxPlugin.of(factory).drain()
     late_host = _host_path(late)
     if late_host is not None:
         assert not late_host.exists(), "a sandbox whose start was cancelled left its workspace"

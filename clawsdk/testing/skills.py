@@ -123,9 +123,11 @@ def _crashed(name: str, result: Any) -> bool:
 
 def _find_skill_md(factory: Callable[..., Any]) -> Path | None:
     """The factory's SKILL.md: in its `skill_dir`, else beside the module that defines it."""
-    folder = getattr(factory, "skill_dir", None)
+    from clawsdk.sandbox.toolruntime import SkillPlugin
+
+    folder = SkillPlugin.of(factory).skill_dir
     if folder is not None:
-        return Path(folder) / "SKILL.md"
+        return folder / "SKILL.md"
     import inspect
 
     try:
@@ -191,9 +193,9 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
             report.add("has tools", bool(tools) or manifest is not None, "the server offers no tools")
             inside = sorted({t.name for t in tools} - set(getattr(server, "host_tools", ()) or ()))
             if inside:
-                from clawsdk.sandbox.toolruntime import server_ref
+                from clawsdk.sandbox.toolruntime import SkillPlugin
 
-                report.add("runs behind the sandbox's boundary", server_ref(factory) is not None,
+                report.add("runs behind the sandbox's boundary", SkillPlugin.of(factory).server_ref() is not None,
                            f"its tools ({', '.join(inside[:5])}) run inside the sandbox, in a process that imports "
                            f"the factory by name, and {getattr(factory, '__qualname__', factory)!r} cannot be "
                            "imported (a closure, or a function of a script run as __main__): define it at the top "

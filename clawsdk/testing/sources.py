@@ -24,6 +24,7 @@ from typing import Any
 
 from clawsdk.errors import TaskFormatError
 from clawsdk.tasks.model import Task
+from clawsdk.tasks.sources import TaskSourcePlugin
 from clawsdk.testing.report import Report
 
 
@@ -77,10 +78,10 @@ def check_task_source(source: Any, sample: str | os.PathLike, *, broken: str | o
             report.add("each unreadable task is a TaskFormatError naming its file", bool(errs) and inside,
                        f"errors: {[e.path for e in errs]} (want paths under {broken})")
 
-        export = getattr(source, "export", None)
-        if callable(export) and tasks:
+        writer = TaskSourcePlugin.of(source)
+        if writer.writes and tasks:
             dest = Path(tmp) / ("export.jsonl" if sample.is_file() else "export")
-            written, refused = export(tasks, dest)
+            written, refused = writer.export(tasks, dest)
             back, errs, crash = _load(source, dest)
             original = {t.id: t.hash for t in tasks}
             same = all(original.get(t.id) == t.hash for t in back)

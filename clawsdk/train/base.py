@@ -46,20 +46,19 @@ class Trainer(Protocol):
 def resolve_weights(spec: str) -> str:
     """'BACKEND[:NAME]' or PATH -> the local checkpoint folder a trainer or tokenizer starts from.
 
-    A model backend that keeps local weights says where through its factory's
-    ``weights(name) -> str`` (the embedded backend: its dequantized copy; transformers: the path).
-    Anything else is taken as a path.
+    A model backend that keeps local weights says where (`ModelPlugin.weights`: the embedded backend's
+    dequantized copy; transformers: the path). Anything else is taken as a path.
     """
+    from clawsdk.models.base import ModelPlugin
     from clawsdk.plugins import get_registry
 
     spec = str(spec)
     if not spec:
         raise ValueError("give a base model: embedded, transformers:PATH or PATH")
     backend, _, name = spec.partition(":")
-    locate = getattr(get_registry().tables["models"].get(backend), "weights", None)
-    if callable(locate):
-        return str(locate(name))
-    return spec
+    factory = get_registry().tables["models"].get(backend)
+    located = None if factory is None else ModelPlugin.of(factory).weights(name)
+    return spec if located is None else located
 
 
 __all__ = ["TrainResult", "Trainer", "resolve_weights"]

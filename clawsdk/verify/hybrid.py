@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from clawsdk.errors import VerifierError
 from clawsdk.tasks.model import Number, VerifierSpec
 from clawsdk.verify.rubric import JudgeMissing
-from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifyContext
+from clawsdk.verify.verdict import SubScore, Verdict, Verifier, VerifierPlugin, VerifyContext
 
 
 class PartlyVerified(VerifierError):
@@ -97,9 +97,9 @@ class HybridVerifier(Verifier):
             if sub_type == "hybrid":
                 raise ValueError(f"verifier.parts[{i}]: a hybrid inside a hybrid is not supported")
             try:
-                factory = registry.get("verifiers", sub_type)
+                factory = VerifierPlugin.named(sub_type, registry)
                 sub_spec = VerifierSpec.model_validate(part.verifier)
-                self.parts.append((part, factory(sub_spec)))
+                self.parts.append((part, factory.make(sub_spec)))
             except (ValueError, TypeError, ValidationError) as e:
                 raise ValueError(f"verifier.parts[{i}] ({part.name}): {e}") from None
             except Exception as e:  # an unknown type: PluginError
@@ -109,11 +109,8 @@ class HybridVerifier(Verifier):
         """Each part's own load-time check (its hidden files are there, its code compiles), named as the
         task file names it: verifier.parts[0].verifier.script."""
         for i, (_, verifier) in enumerate(self.parts):
-            check = getattr(verifier, "check_task", None)
-            if check is None:
-                continue
             try:
-                check(task)
+                verifier.check_task(task)
             except ValueError as e:
                 msg = str(e)
                 where = f"verifier.parts[{i}].verifier"

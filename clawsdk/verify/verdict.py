@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from clawsdk.plugins import Contract
+
 M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
@@ -117,3 +119,35 @@ class Verifier(abc.ABC):
 
     @abc.abstractmethod
     async def verify(self, ctx: VerifyContext) -> Verdict: ...
+
+
+class VerifierPlugin(Contract):
+    """The verifier kind: a factory ``(spec: VerifierSpec) -> Verifier``, registered with `register_verifiers`
+    under the `VerifierSpec.type` it reads. What it makes is a `Verifier`, whose methods are the kind's
+    optional parts; an object that is no `Verifier` subclass (a plain class with `verify`) is seen through
+    one, its own `before_hidden` and `check_task` used where it has them."""
+
+    kind = "verifiers"
+
+    def make(self, spec: Any) -> Verifier:
+        made = self.target(spec)
+        return made if isinstance(made, Verifier) else _PlainVerifier(made)
+
+
+class _PlainVerifier(Contract, Verifier):
+    """A verifier written without the base class, with the base class's defaults for what it leaves out."""
+
+    def __init__(self, target: Any) -> None:
+        super().__init__(target)
+        self.name = str(self.provided("name") or type(target).__name__)
+
+    async def before_hidden(self, ctx: VerifyContext) -> bool:
+        run = self.provided("before_hidden")
+        return bool(await run(ctx)) if run is not None else False
+
+    def check_task(self, task: Any) -> None:
+        self.call("check_task", task)
+
+    async def verify(self, ctx: VerifyContext) -> Verdict:
+        return await self.target.verify(ctx)
+

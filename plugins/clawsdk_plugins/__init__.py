@@ -1,1 +1,2 @@
-"""clawsdk's first-party plugins: task sources, sandboxes, agents, verifiers."""
+"""clawsdk's first-party plugins, one folder per kind: sources, sandboxes, agents, models, trainers,
+executors, verifiers, skills, commands."""

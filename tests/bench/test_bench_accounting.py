@@ -6,7 +6,7 @@ import json
 
 import anyio
 import pytest
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from click.testing import CliRunner
 
 from clawsdk.bench.render import status_line

@@ -11,7 +11,7 @@ import time
 
 import anyio
 import pytest
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from click.testing import CliRunner
 from rich.console import Console
 

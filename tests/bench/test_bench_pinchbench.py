@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from click.testing import CliRunner
 
 from clawsdk.bench.report import build_report

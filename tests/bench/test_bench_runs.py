@@ -11,7 +11,7 @@ import struct
 
 import anyio
 import pytest
-from clawsdk_plugins.bench import make_group
+from clawsdk_plugins.commands.bench import make_group
 from click.testing import CliRunner
 
 from clawsdk.bench.build import BuildOptions, select

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def installed_home(package) -> str:
     """The install prefix of `package` ($CLAWSDK_<AGENT>_HOME, else .clawsdk/<agent> in the repo)."""
-    from clawsdk_plugins.cli_agent.install import find_install
+    from clawsdk_plugins.agents.cli_agent.install import find_install
 
     home = os.environ.get(package.home_env) or str(REPO / ".clawsdk" / package.agent)
     if find_install(package, home) is None:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from clawsdk_plugins.agent_claude_code import ClaudeCodeAgent
-from clawsdk_plugins.agent_codex import CodexAgent
+from clawsdk_plugins.agents.claude_code import ClaudeCodeAgent
+from clawsdk_plugins.agents.codex import CodexAgent
 
 from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run

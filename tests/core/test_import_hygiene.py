@@ -63,7 +63,7 @@ def test_plugin_commands_still_resolve_lazily():
     """A command the core lacks comes from the plugins, loaded on demand."""
     stdout, modules = _modules_loaded_by("synth", "--help")
     assert "procedural" in stdout
-    assert "clawsdk_plugins.synth" in modules
+    assert "clawsdk_plugins.commands.synth" in modules
 
 
 def test_tasks_list_loads_only_the_task_source_plugins():
@@ -72,5 +72,5 @@ def test_tasks_list_loads_only_the_task_source_plugins():
     examples = Path(__file__).resolve().parents[2] / "examples" / "tasks"
     stdout, modules = _modules_loaded_by("tasks", "list", str(examples))
     assert " task(s)" in stdout
-    assert _heavy(modules, ("mcp", "mcp_types", *HEAVY, "clawsdk.runtime.runner", "clawsdk_plugins.models_openai",
-                            "clawsdk_plugins.agent_toolloop", "clawsdk_tools")) == []
+    assert _heavy(modules, ("mcp", "mcp_types", *HEAVY, "clawsdk.runtime.runner", "clawsdk_plugins.models.openai",
+                            "clawsdk_plugins.agents.toolloop", "clawsdk_tools")) == []

@@ -1,4 +1,5 @@
 import ast
+import json
 import subprocess
 import sys
 import textwrap
@@ -20,11 +21,17 @@ def _write_plugin_dist(site, name, module_source):
     (dist / "entry_points.txt").write_text(f"[clawsdk]\n{name} = {name}\n")
 
 
-def _plugins_json(site, env_extra=None):
-    import json
+def _env(site, **extra):
+    """The plugin's site first, then the caller's path (a checkout's code over an editable install's)."""
     import os
 
-    env = dict(os.environ, PYTHONPATH=str(site), **(env_extra or {}))
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(os.environ, PYTHONPATH=path, **extra)
+
+
+def _plugins_json(site, env_extra=None):
+
+    env = _env(site, **(env_extra or {}))
     out = subprocess.run([sys.executable, "-c", "from clawsdk.cli import main; main()", "plugins", "--json"],
                          capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
@@ -53,7 +60,7 @@ def test_third_party_plugins_load_and_broken_ones_are_reported_not_fatal(tmp_pat
     assert plugins["claw_good"]["origin"].startswith("entry point claw_good")
     assert "missing dependency xyz" in plugins["claw_broken"]["error"]
     assert "hook exploded" in plugins["claw_badhook"]["error"]
-    assert plugins["clawsdk_plugins.agents"]["origin"] == "builtin"
+    assert plugins["clawsdk_plugins.agents.builtin"]["origin"] == "builtin"
 
 
 def test_allow_list_limits_entry_point_plugins(tmp_path):
@@ -61,7 +68,7 @@ def test_allow_list_limits_entry_point_plugins(tmp_path):
     _write_plugin_dist(tmp_path, "claw_two", "x = 2\n")
     plugins = _plugins_json(tmp_path, {"CLAWSDK_PLUGINS": "claw_two"})
     assert "claw_two" in plugins and "claw_one" not in plugins
-    assert "clawsdk_plugins.sources" in plugins  # built-ins always load
+    assert "clawsdk_plugins.sources.native" in plugins  # built-ins always load
 
 
 def test_builtins_register_through_the_hooks():
@@ -91,8 +98,8 @@ def test_a_name_taken_is_refused_naming_both_plugins():
     builtin_local = r.get("sandboxes", "local")
     info = r.add_plugin(_sandbox_plugin("local", lambda config=None: None), "claw_clash")
     assert r.get("sandboxes", "local") is builtin_local
-    assert r.owner("sandboxes", "local") == "clawsdk_plugins.sandbox_local"
-    assert info.notes == ["refused sandbox 'local': plugin clawsdk_plugins.sandbox_local registered it first "
+    assert r.owner("sandboxes", "local") == "clawsdk_plugins.sandboxes.local"
+    assert info.notes == ["refused sandbox 'local': plugin clawsdk_plugins.sandboxes.local registered it first "
                           "(register it with replace=True to take it over)"]
     assert "sandboxes" not in info.provides
 
@@ -106,8 +113,8 @@ def test_replace_true_takes_a_name_over_and_both_reports_say_so():
 
     info = r.add_plugin(_sandbox_plugin("local", mine, replace=True), "claw_override")
     assert r.get("sandboxes", "local") is mine and r.owner("sandboxes", "local") == "claw_override"
-    assert info.notes == ["replaced sandbox 'local' of plugin clawsdk_plugins.sandbox_local"]
-    builtin = next(p for p in r.plugins if p.name == "clawsdk_plugins.sandbox_local")
+    assert info.notes == ["replaced sandbox 'local' of plugin clawsdk_plugins.sandboxes.local"]
+    builtin = next(p for p in r.plugins if p.name == "clawsdk_plugins.sandboxes.local")
     assert "local" not in builtin.provides["sandboxes"]
     assert builtin.notes == ["sandbox 'local' replaced by plugin claw_override"]
 
@@ -186,9 +193,8 @@ def test_a_plugin_command_named_like_a_core_command_is_reported(tmp_path):
             register(runs)
             register(hello)
     """)
-    import os
 
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = _env(tmp_path)
     out = subprocess.run([sys.executable, "-m", "clawsdk", "hello"], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and out.stdout.strip() == "hello from a plugin"
     assert "warning: plugin claw_cmd: refused command 'runs': clawsdk has its own command of that name" in out.stderr
@@ -220,14 +226,15 @@ def test_a_kind_loads_only_its_plugins():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(ast.literal_eval(out.stdout))
-    assert {"clawsdk_plugins.sources", "clawsdk_plugins.clawgym"} <= loaded
-    assert not loaded & {"mcp", "clawsdk_plugins.models_openai", "clawsdk_plugins.agent_toolloop",
-                         "clawsdk_plugins.sandbox_docker", "clawsdk_plugins.trainers"}
+    assert {"clawsdk_plugins.sources.native", "clawsdk_plugins.sources.clawgym",
+            "clawsdk_plugins.sources.procedural"} <= loaded
+    assert not loaded & {"mcp", "clawsdk_plugins.models.openai", "clawsdk_plugins.agents.toolloop",
+                         "clawsdk_plugins.sandboxes.docker", "clawsdk_plugins.trainers.trl",
+                         "clawsdk_plugins.commands.synth"}
 
 
 def test_a_plugin_that_exits_or_interrupts_on_import_is_reported_not_fatal(tmp_path):
     """sys.exit() in a plugin's import ended every command that loads plugins, silently."""
-    import os
 
     _write_plugin_dist(tmp_path, "claw_exits", "import sys\nsys.exit(3)\n")
     _write_plugin_dist(tmp_path, "claw_interrupts", "raise KeyboardInterrupt\n")
@@ -243,8 +250,8 @@ def test_a_plugin_that_exits_or_interrupts_on_import_is_reported_not_fatal(tmp_p
     assert plugins["claw_exits"]["error"] == "SystemExit: 3"
     assert plugins["claw_interrupts"]["error"] == "KeyboardInterrupt"
     assert plugins["claw_hook_exits"]["error"] == "register_agents failed: SystemExit: bye from a hook"
-    assert "oracle" in plugins["clawsdk_plugins.agents"]["provides"]["agents"]
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    assert "oracle" in plugins["clawsdk_plugins.agents.builtin"]["provides"]["agents"]
+    env = _env(tmp_path)
     out = subprocess.run([sys.executable, "-m", "clawsdk", "tasks", "list", "examples/tasks"],
                          capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0 and "monthly-expense-report" in out.stdout, out.stderr
@@ -253,7 +260,6 @@ def test_a_plugin_that_exits_or_interrupts_on_import_is_reported_not_fatal(tmp_p
 
 def test_a_task_source_whose_detect_raises_is_not_mine_with_a_warning(tmp_path):
     """Its detect() raising made every bare path fail to load, native tasks included."""
-    import os
 
     _write_plugin_dist(tmp_path, "claw_detect", """
         from clawsdk.hookspecs import hookimpl
@@ -269,9 +275,11 @@ def test_a_task_source_whose_detect_raises_is_not_mine_with_a_warning(tmp_path):
         def register_task_sources(register):
             register('aaa-first', Source())  # detected before every built-in source
     """)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    env = _env(tmp_path)
     out = subprocess.run([sys.executable, "-m", "clawsdk", "tasks", "list", "examples/tasks"],
                          capture_output=True, text=True, env=env, cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0 and "monthly-expense-report" in out.stdout, out.stderr
     warning = "task source 'aaa-first' of plugin claw_detect: detect() raised RuntimeError: detect exploded"
     assert warning in " ".join(out.stderr.split()), out.stderr
+
+

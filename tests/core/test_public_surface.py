@@ -19,7 +19,7 @@ from clawsdk.runtime.runner import RunConflict
 REPO = Path(__file__).resolve().parents[2]
 #: modules the docs may import besides the `clawsdk` root: packages whose whole surface is public
 PUBLIC_MODULES = ("clawsdk.testing", "clawsdk.synth", "clawsdk.bench", "clawsdk.models.toolcalls", "clawsdk.store.events",
-                  "clawsdk_plugins.cli_agent")
+                  "clawsdk_plugins.agents.cli_agent")
 
 
 def test_every_public_name_resolves_to_what_its_module_defines():

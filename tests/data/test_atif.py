@@ -47,7 +47,7 @@ class TokenModel(Model):
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
-    from clawsdk_plugins.agent_toolloop import ToolLoopAgent
+    from clawsdk_plugins.agents.toolloop import ToolLoopAgent
 
     db = tmp_path / "store.db"
     run_sync([hello_task("hello-a"), hello_task("hello-b", "bye")], agent="oracle", run_id="oracle", db=db)

@@ -24,7 +24,7 @@ FINISH = call("finish", {"summary": "wrote it"})
 
 
 def tool_loop(replies):
-    from clawsdk_plugins.agent_toolloop import ToolLoopAgent
+    from clawsdk_plugins.agents.toolloop import ToolLoopAgent
 
     return ToolLoopAgent(model=ScriptedModel(replies))
 
@@ -135,7 +135,7 @@ def test_train_refuses_a_hand_made_row_with_a_control_token_before_the_model_loa
 
 
 def test_the_trainer_skips_rows_that_hold_its_tokenizers_special_tokens():
-    from clawsdk_plugins.trainer_sft import TrlSftTrainer
+    from clawsdk_plugins.trainers.sft import TrlSftTrainer
 
     tok = tiny_tokenizer("<|custom_marker|>")
     marked = {**ROW, "messages": [*ROW["messages"][:2], {"role": "assistant", "content": "a <|custom_marker|>"}]}

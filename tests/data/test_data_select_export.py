@@ -69,7 +69,7 @@ def call(name: str, args: dict) -> str:
 def store_path(tmp_path: Path) -> Path:
     """One store: oracle rollouts (2 samples of a task, one task), and tool-loop rollouts of a scripted
     model: one that passes after a failed tool call, one that writes the wrong text."""
-    from clawsdk_plugins.agent_toolloop import ToolLoopAgent
+    from clawsdk_plugins.agents.toolloop import ToolLoopAgent
 
     db = tmp_path / "store.db"
     a, b = hello_task("hello-a"), hello_task("hello-b", "bye")
@@ -381,10 +381,10 @@ class FailingModel(ScriptedModel):
 
 
 def test_a_rollout_whose_model_never_replied_is_a_dropped_candidate_not_a_failed_export(store_path, tmp_path):
-    from clawsdk_plugins.agent_toolloop import ToolLoopAgent
 
     db = store_path
     a = hello_task("hello-a")
+    from clawsdk_plugins.agents.toolloop import ToolLoopAgent
     run_sync([a], agent=ToolLoopAgent(model=FailingModel([])), run_id="no-reply", db=db)
     # one reply (a tool call), then the call that failed: the conversation ends at the reply it got
     one = [call("write", {"path": "hello.txt", "content": "hello world"})]

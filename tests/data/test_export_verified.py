@@ -10,8 +10,8 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
-from clawsdk_plugins.agent_harness import HarnessAgent
-from clawsdk_plugins.cli_agent.events import ToolEventRecorder
+from clawsdk_plugins.agents.cli_agent.events import ToolEventRecorder
+from clawsdk_plugins.agents.harness import HarnessAgent
 from click.testing import CliRunner
 
 from clawsdk.cli import cli as cli_main

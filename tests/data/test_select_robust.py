@@ -22,7 +22,7 @@ FINISH = call("finish", {"summary": "wrote it"})
 
 
 def _tool_loop(replies: list[str], **options):
-    from clawsdk_plugins.agent_toolloop import ToolLoopAgent
+    from clawsdk_plugins.agents.toolloop import ToolLoopAgent
 
     return ToolLoopAgent(model=ScriptedModel(replies), **options)
 
@@ -141,9 +141,9 @@ class CutModel(ScriptedModel):
 
 
 def test_a_rollout_with_a_reply_cut_at_its_token_limit_is_dropped_unless_kept(tmp_path):
-    from clawsdk_plugins.agent_toolloop import ToolLoopAgent
 
     db = tmp_path / "store.db"
+    from clawsdk_plugins.agents.toolloop import ToolLoopAgent
     agent = ToolLoopAgent(model=CutModel([WRITE, FINISH]))
     run_sync([hello_task("hello-a")], agent=agent, run_id="cut", db=db)
     with Store(db) as store:

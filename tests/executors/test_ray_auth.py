@@ -7,19 +7,18 @@ import os
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
+from tests.conftest import CHECKOUT_PATH
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-
 # run in a process of its own: Ray keeps the token it loaded for the life of a process
 DRIVER = r"""
 import json, os, subprocess, sys, anyio, ray
-from clawsdk_plugins.executor_ray import RayExecutor
+from clawsdk_plugins.executors.ray import RayExecutor
 
 async def main():
     async with RayExecutor(num_cpus=1):
@@ -40,7 +39,7 @@ def test_a_client_without_the_token_is_refused_and_the_token_is_private(tmp_path
     home.mkdir()
     stranger.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
-    env.update(HOME=str(home), PYTHONPATH=str(ROOT))
+    env.update(HOME=str(home), PYTHONPATH=CHECKOUT_PATH)
     p = subprocess.run([sys.executable, "-c", DRIVER, str(stranger)], env=env, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from clawsdk_plugins.executor_ray import RayExecutor
+from clawsdk_plugins.executors.ray import RayExecutor
 
 from clawsdk import Store, load_tasks, run_sync
 from clawsdk.runtime.executor import RolloutJob
 from clawsdk.runtime.runner import run
 from clawsdk.sandbox.base import SandboxConfig
 from clawsdk.store.recorder import Recorder
-from tests.conftest import EXAMPLES, make_task
+from tests.conftest import CHECKOUT_PATH, EXAMPLES, make_task
 from tests.executors import ray_agents
 from tests.executors.ray_agents import Chatty, KillsItsWorker, WaitsForGo
 
@@ -30,7 +30,7 @@ WORKERS = 2
 def cluster():
     """One local cluster of WORKERS worker processes for the module; nothing of it is left after."""
     ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}})
+             runtime_env={"env_vars": {"PYTHONPATH": CHECKOUT_PATH}})
     # the test agents live in a test module the workers would not find by name: ship them by value
     ray.cloudpickle.register_pickle_by_value(ray_agents)
     yield

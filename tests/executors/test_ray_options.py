@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from clawsdk_plugins.executor_ray import RayExecutor, RayExecutorError
+from clawsdk_plugins.executors.ray import RayExecutor, RayExecutorError
 
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.executor import RolloutJob

@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from clawsdk_plugins import clawgym as cg
-from clawsdk_plugins.clawgym_export import jsonl_record, write_jsonl
+from clawsdk_plugins.sources import clawgym as cg
+from clawsdk_plugins.sources.clawgym_export import jsonl_record, write_jsonl
 from click.testing import CliRunner
 
 from clawsdk.cli import cli

@@ -7,7 +7,7 @@ import tempfile
 
 import anyio
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk.plugins import get_registry
 from clawsdk.runtime.rollout import attempt_rollout

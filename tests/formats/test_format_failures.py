@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 from click.testing import CliRunner
 
 from clawsdk import Store
@@ -95,7 +95,7 @@ def test_a_grade_that_breaks_on_what_the_agent_left_scores_it_0_not_unscored(tmp
     """grade() raising on the agent's deliverable (not UTF-8, another JSON shape) ended verifier_error, so an
     agent could drop a task it failed from its score; a grade that raises on the untouched task too is
     still the task's error."""
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     from clawsdk import run_sync
     from clawsdk.tasks.sources import load_tasks
@@ -120,7 +120,6 @@ def test_a_grade_that_breaks_on_what_the_agent_left_scores_it_0_not_unscored(tmp
 def test_a_grade_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_stays_unscored(tmp_path):
     """grade() past its timeout ended verifier_timeout (unscored) even when what slowed it was the agent's
     deliverable. As for an error, the untouched task decides: quick there, 0; slow there too, unscored."""
-    from clawsdk_plugins.agents import ScriptedAgent
 
     from clawsdk import run_sync
     from clawsdk.tasks.model import VerifierSpec
@@ -136,6 +135,7 @@ def test_a_grade_the_agents_files_slow_down_scores_0_and_one_slow_on_its_own_sta
         spec = VerifierSpec.model_validate({**t.verifier.model_dump(), "timeout_s": 3.0})
         tasks[t.id] = t.model_copy(update={"verifier": spec})
     calls = [{"tool": "write", "args": {"path": "out.txt", "content": "1" * 40}}]
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
     [o] = run_sync([tasks["slowed"]], agent=ScriptedAgent(calls), db=tmp_path / "a.db", retries=0).outcomes
     assert (o.kind.value, o.reward) == ("ok", 0.0), o
     [o] = run_sync([tasks["slow"]], agent=ScriptedAgent([]), db=tmp_path / "b.db", retries=0).outcomes

@@ -6,8 +6,8 @@ import json
 import shutil
 
 import pytest
-from clawsdk_plugins.clawgym import REWARD_SH
-from clawsdk_plugins.clawgym_export import jsonl_record
+from clawsdk_plugins.sources.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym_export import jsonl_record
 
 from clawsdk.tasks.convert import ConvertError, export_tasks
 from clawsdk.tasks.native import load_task, save_task
@@ -265,9 +265,10 @@ def test_convert_command_writes_each_format(tmp_path):
 @pytest.mark.parametrize("counts, reward", [({"monday.txt": 4, "tuesday.txt": 6}, 1.0),
                                             ({"monday.txt": 4, "tuesday.txt": 5}, 0.5)])
 def test_a_syn_task_hook_code_scores_the_workspace_in_the_sandbox(db, counts, reward):
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     from clawsdk import run_sync
+
 
     task = load_tasks(str(SYN_TASKS)).tasks[0]
     code_only = task.model_copy(update={"verifier": type(task.verifier).model_validate(

@@ -12,7 +12,7 @@ import logging
 import tomllib
 
 import pytest
-from clawsdk_plugins.harbor import HarborSource, load_task, rewards_of
+from clawsdk_plugins.sources.harbor import HarborSource, load_task, rewards_of
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task

@@ -8,8 +8,8 @@ import os
 import tempfile
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 
 from clawsdk import Store, run_sync
 from clawsdk.sandbox.base import SandboxConfig

@@ -8,7 +8,7 @@ import os
 import sqlite3
 
 import pytest
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 from click.testing import CliRunner
 
 from clawsdk.cli import cli
@@ -259,8 +259,8 @@ def test_a_jsonl_line_over_the_limit_is_one_error(tmp_path, monkeypatch):
 
 
 def test_an_unforeseen_exception_in_a_source_is_one_error(tmp_path, monkeypatch):
-    import clawsdk_plugins.clawgym as clawgym
-    import clawsdk_plugins.clawgym_sources as clawgym_sources
+    import clawsdk_plugins.sources.clawgym as clawgym
+    import clawsdk_plugins.sources.clawgym_sources as clawgym_sources
 
     _clawgym(tmp_path / "cg", "a")
     _clawgym(tmp_path / "cg", "b")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.sources import load_tasks

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.pinchbench import GRADE_FILE, to_transcript
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.pinchbench import GRADE_FILE, to_transcript
 
 from clawsdk import Store, run_sync
 from clawsdk.store.events import parse_event

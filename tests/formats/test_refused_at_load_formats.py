@@ -8,7 +8,7 @@ import json
 import os
 import sqlite3
 
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 from click.testing import CliRunner
 
 from clawsdk.cli import cli

@@ -10,7 +10,7 @@ import json
 import textwrap
 
 import anyio
-from clawsdk_plugins.agent_harness import HarnessAgent
+from clawsdk_plugins.agents.harness import HarnessAgent
 
 from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run

@@ -13,7 +13,7 @@ import textwrap
 
 import anyio
 import httpx2
-from clawsdk_plugins.agent_harness import HarnessAgent
+from clawsdk_plugins.agents.harness import HarnessAgent
 
 from clawsdk.proxy import SHUTDOWN_GRACE_S, ModelProxy, serving
 from clawsdk.runtime.runner import run

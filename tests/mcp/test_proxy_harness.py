@@ -8,7 +8,7 @@ import textwrap
 
 import anyio
 import httpx2
-from clawsdk_plugins.agent_harness import HarnessAgent
+from clawsdk_plugins.agents.harness import HarnessAgent
 
 from clawsdk.proxy import ModelProxy, serving
 from clawsdk.runtime.runner import run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from mcp import Client
 
 from clawsdk.runtime.runner import run

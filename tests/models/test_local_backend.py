@@ -17,7 +17,7 @@ from conftest import write_task
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from clawsdk_plugins.models_transformers import TransformersModel as Backend
+from clawsdk_plugins.models.transformers import TransformersModel as Backend
 
 from clawsdk.runtime.runner import run
 from clawsdk.store.store import Store
@@ -176,7 +176,7 @@ def test_a_rollout_whose_model_runs_on_ends_as_agent_timeout(tiny_checkpoint, tm
 @pytest.mark.slow
 def test_the_embedded_model_works_an_example_task_end_to_end(tmp_path):
     pytest.importorskip("gguf")
-    from clawsdk_plugins.models_embedded import embedded_gguf
+    from clawsdk_plugins.models.embedded import embedded_gguf
 
     try:
         embedded_gguf()
@@ -220,7 +220,7 @@ def test_a_reinstalled_gguf_reuses_its_dequantized_copy(tmp_path):
     import shutil
 
     pytest.importorskip("gguf")
-    from clawsdk_plugins.models_embedded import dequantized_copy, embedded_gguf
+    from clawsdk_plugins.models.embedded import dequantized_copy, embedded_gguf
 
     try:
         installed = embedded_gguf()
@@ -236,9 +236,13 @@ def test_a_reinstalled_gguf_reuses_its_dequantized_copy(tmp_path):
 
 def test_the_backends_keep_their_registered_names_and_import_paths():
     # models_local was split by backend: `--model NAME` and code that imports from it still work
-    from clawsdk_plugins import models_embedded, models_llamacpp, models_local, models_vllm
+    from clawsdk_plugins.models import embedded as models_embedded
+    from clawsdk_plugins.models import llamacpp as models_llamacpp
+    from clawsdk_plugins.models import local as models_local
+    from clawsdk_plugins.models import vllm as models_vllm
 
     from clawsdk.plugins import get_registry
+
 
     registry = get_registry()
     assert registry.get("models", "transformers") is Backend
@@ -334,7 +338,7 @@ def test_kept_caches_are_cut_grown_bounded_and_equal_a_fresh_encoding(tiny_check
 
 def test_a_growing_cache_writes_into_its_room_and_regrows_when_replaced():
     import torch
-    from clawsdk_plugins.models_transformers import _growing_layer
+    from clawsdk_plugins.models.transformers import _growing_layer
 
     layer = _growing_layer()()
     chunks = [torch.randn(2, 1, 5, 4)] + [torch.randn(2, 1, 1, 4) for _ in range(300)]
@@ -406,7 +410,7 @@ def test_a_model_whose_caches_cannot_sit_side_by_side_answers_the_same(tiny_chec
 
 def test_sampling_follows_temperature_and_top_p_and_a_seed_repeats():
     import torch
-    from clawsdk_plugins.models_transformers import _pick
+    from clawsdk_plugins.models.transformers import _pick
 
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]]).repeat(4000, 1)
     assert torch.equal(_pick(logits, 0.0, None, None), torch.zeros(4000, dtype=torch.long))
@@ -551,7 +555,7 @@ def test_a_row_longer_than_the_batch_widens_it_in_place_and_unused_memory_never_
 
 EXIT_WHILE_GENERATING = """
 import sys, anyio
-from clawsdk_plugins.models_transformers import TransformersModel
+from clawsdk_plugins.models.transformers import TransformersModel
 model = TransformersModel(sys.argv[1], device="cpu")
 
 async def main():
@@ -586,7 +590,7 @@ def test_models_load_without_the_hubs_kernels_unless_asked(tiny_checkpoint, monk
     """transformers 5 fetches `kernels-community/*` code from the Hub in `model.train()` on CUDA: on an H200
     with no network every `train sft` failed that way, and where there is a network it runs code nobody
     installed. clawsdk's backend and trainers load with it off; transformers' USE_HUB_KERNELS=1 turns it on."""
-    from clawsdk_plugins.train_common import _load_model
+    from clawsdk_plugins.trainers.common import _load_model
 
     monkeypatch.delenv("USE_HUB_KERNELS", raising=False)
     model = TransformersModel(str(tiny_checkpoint), threads=1)
@@ -618,7 +622,7 @@ def test_a_failed_generation_frees_what_it_held(tiny_checkpoint, monkeypatch):
 
     model._generate = generate
     # the failure is logged with its traceback; pytest's log capture keeps every record (a console does not)
-    monkeypatch.setattr(logging.getLogger("clawsdk_plugins.local_engine"), "propagate", False)
+    monkeypatch.setattr(logging.getLogger("clawsdk_plugins.models.local_engine"), "propagate", False)
     with pytest.raises(ModelError, match="CUDA out of memory"):
         anyio.run(lambda: model.chat(MESSAGES, None, max_tokens=4, timeout_s=30))
     assert held and held[0]() is None

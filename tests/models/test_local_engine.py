@@ -9,7 +9,7 @@ import time
 
 import anyio
 import pytest
-from clawsdk_plugins.local_engine import Batch, LocalChatModel
+from clawsdk_plugins.models.local_engine import Batch, LocalChatModel
 
 from clawsdk.errors import ContextOverflow, FailureKind, ModelError
 

@@ -7,7 +7,7 @@ import json
 
 import anyio
 import pytest
-from clawsdk_plugins.models_openai import OpenAIModel
+from clawsdk_plugins.models.openai import OpenAIModel
 from conftest import Reply, completion, write_task
 
 from clawsdk.errors import ModelError

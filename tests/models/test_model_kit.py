@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawsdk_plugins.models_openai import OpenAIModel
+from clawsdk_plugins.models.openai import OpenAIModel
 from conftest import completion  # tests/models/conftest.py: the stub server's answers
 
 from clawsdk.models.base import ChatResponse, Model

@@ -8,7 +8,7 @@ import time
 
 import anyio
 import pytest
-from clawsdk_plugins.models_openai import OpenAIModel, context_overflow
+from clawsdk_plugins.models.openai import OpenAIModel, context_overflow
 from conftest import OVERFLOW_STYLES, Reply, completion, prompt_tokens
 
 from clawsdk.errors import ContextOverflow, FailureKind, ModelError

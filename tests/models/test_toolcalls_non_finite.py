@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from clawsdk_plugins.agent_toolloop import ToolLoopAgent
+from clawsdk_plugins.agents.toolloop import ToolLoopAgent
 
 from clawsdk import load_tasks, run_sync
 from clawsdk.models.base import ChatResponse, Model

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from clawsdk_plugins.openclaw.agent import OpenClawAgent
-from clawsdk_plugins.openclaw.install import find_install, missing_message
+from clawsdk_plugins.agents.openclaw.agent import OpenClawAgent
+from clawsdk_plugins.agents.openclaw.install import find_install, missing_message
 
 from clawsdk.proxy import serving
 from clawsdk.runtime.runner import run
@@ -82,7 +82,7 @@ def test_openclaw_works_an_example_task_and_its_tool_calls_are_recorded_in_order
 
 
 def test_openclaw_on_a_clawgym_task_under_bwrap_reaches_the_proxy_and_leaves_no_files_of_its_own(openclaw_home, db):
-    from clawsdk_plugins.sandbox_bwrap import available
+    from clawsdk_plugins.sandboxes.bwrap import available
 
     why = available()
     if why:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from clawsdk_plugins.openclaw.config import ALWAYS_DENIED, SERVER_TOOLS
-from clawsdk_plugins.openclaw.install import find_install, missing_message
+from clawsdk_plugins.agents.openclaw.config import ALWAYS_DENIED, SERVER_TOOLS
+from clawsdk_plugins.agents.openclaw.install import find_install, missing_message
 from click.testing import CliRunner
 
 from clawsdk.cli import cli

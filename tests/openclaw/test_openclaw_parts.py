@@ -6,10 +6,10 @@ import json
 
 import anyio
 import pytest
-from clawsdk_plugins.cli_agent.events import ToolEventRecorder
-from clawsdk_plugins.openclaw.agent import OpenClawAgent
-from clawsdk_plugins.openclaw.config import allowed_tools, openclaw_config
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.agents.cli_agent.events import ToolEventRecorder
+from clawsdk_plugins.agents.openclaw.agent import OpenClawAgent
+from clawsdk_plugins.agents.openclaw.config import allowed_tools, openclaw_config
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from click.testing import CliRunner
 
 from clawsdk.cli import cli

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def served():
     pytest.importorskip("gguf")
-    from clawsdk_plugins.models_embedded import embedded_gguf
+    from clawsdk_plugins.models.embedded import embedded_gguf
 
     try:
         embedded_gguf()

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 
 from clawsdk.errors import TaskFormatError
 from clawsdk.tasks.sources import load_tasks

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from mcp import StdioServerParameters
 
 from clawsdk import Store, load_tasks, run_sync

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 import yaml
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from click.testing import CliRunner
 
 from clawsdk import Store, run_sync

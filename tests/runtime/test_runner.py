@@ -2,7 +2,7 @@
 
 import anyio
 import pytest
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 from clawsdk import Agent, Store, load_tasks, run_sync
 from clawsdk.errors import ModelError

@@ -16,11 +16,11 @@ import pytest
 @functools.cache
 def why_unavailable(backend: str) -> str | None:
     if backend == "bwrap":
-        from clawsdk_plugins.sandbox_bwrap import available
+        from clawsdk_plugins.sandboxes.bwrap import available
 
         return available()
     if backend == "docker":
-        from clawsdk_plugins.sandbox_docker import available
+        from clawsdk_plugins.sandboxes.docker import available
 
         return available()
     return None

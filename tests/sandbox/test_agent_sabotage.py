@@ -9,8 +9,8 @@ import secrets
 from pathlib import Path
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.clawgym import REWARD_SH
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.clawgym import REWARD_SH
 from sandbox_backends import skip_unless_available
 
 from clawsdk import Store, run_sync

@@ -38,7 +38,7 @@ anyio.run(main)
 
 
 def _ours(client, pid: int) -> list:
-    from clawsdk_plugins.sandbox_docker import LABEL, LABEL_OWNER
+    from clawsdk_plugins.sandboxes.docker import LABEL, LABEL_OWNER
 
     # sparse: containers the run removes while we list them must not break the listing
     return [c for c in client.containers.list(all=True, sparse=True, filters={"label": LABEL})
@@ -48,7 +48,7 @@ def _ours(client, pid: int) -> list:
 @pytest.mark.slow
 def test_sigkilled_runner_leaves_nothing_after_the_next_start(tmp_path):
     skip_unless_available("docker")
-    from clawsdk_plugins.sandbox_docker import client
+    from clawsdk_plugins.sandboxes.docker import client
 
     docker = client()
     env = dict(os.environ)

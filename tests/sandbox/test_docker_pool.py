@@ -15,7 +15,7 @@ from clawsdk.tasks.model import File, Limits, Task, VerifierSpec
 
 
 def _ours(base: Path) -> list:
-    from clawsdk_plugins.sandbox_docker import LABEL, LABEL_HOST, LABEL_ROOT, client
+    from clawsdk_plugins.sandboxes.docker import LABEL, LABEL_HOST, LABEL_ROOT, client
 
     found = client().containers.list(all=True, sparse=True,
                                      filters={"label": [LABEL, f"{LABEL_HOST}={socket.gethostname()}"]})
@@ -30,8 +30,8 @@ def _base() -> Path:
 
 def test_a_closed_sandbox_container_is_reused_and_a_broken_one_is_not():
     skip_unless_available("docker")
-    from clawsdk_plugins import docker_pool
-    from clawsdk_plugins.sandbox_docker import make_docker
+    from clawsdk_plugins.sandboxes import docker_pool
+    from clawsdk_plugins.sandboxes.docker import make_docker
 
     task = Task(id="pool", instruction="x", workspace=[File(path="given.txt", text="g")])
 

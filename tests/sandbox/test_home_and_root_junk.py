@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 from sandbox_backends import skip_unless_available
 
 from clawsdk import Store, run_sync

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 from clawsdk.errors import PathEscapeError
 from clawsdk.sandbox.base import SandboxConfig
@@ -128,7 +128,7 @@ def test_orphans_of_a_killed_runner_are_swept_at_the_next_start(tmp_path):
     script = (
         "import anyio, sys\n"
         "from clawsdk.sandbox.base import SandboxConfig\n"
-        "from clawsdk_plugins.sandbox_local import LocalSandbox\n"
+        "from clawsdk_plugins.sandboxes.local import LocalSandbox\n"
         "from clawsdk.tasks.model import Task\n"
         "async def main():\n"
         f"    sb = LocalSandbox(SandboxConfig(root={str(root)!r}))\n"

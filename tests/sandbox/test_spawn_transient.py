@@ -86,7 +86,7 @@ def test_a_bwrap_probe_that_could_not_start_is_not_remembered(monkeypatch):
     """bubblewrap is probed once per process and the answer kept: a probe that failed to start because the
     process was out of descriptors failed every later bwrap sandbox of the run."""
     skip_unless_available("bwrap")
-    from clawsdk_plugins import sandbox_bwrap
+    from clawsdk_plugins.sandboxes import bwrap as sandbox_bwrap
 
     real_run = sandbox_bwrap.subprocess.run
 

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 
 from clawsdk.mcp.session import ToolSession
 from clawsdk.plugins import Registry
 from clawsdk.runtime.rollout import tool_servers
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import File, Task
+from tests.conftest import CHECKOUT_PATH
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL_SKILL = '''
@@ -98,7 +99,7 @@ def test_example_skill_package_installs_shows_in_plugins_and_passes_its_tests(tm
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
                           str(REPO / "examples" / "skill-plugin")], capture_output=True, text=True, timeout=300)
     assert pip.returncode == 0, pip.stderr
-    env = {**os.environ, "PYTHONPATH": str(target)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), CHECKOUT_PATH])}
     clawsdk = str(Path(sys.executable).parent / "clawsdk")
     out = subprocess.run([clawsdk, "plugins", "--json"], capture_output=True, text=True, env=env, timeout=120)
     todo = [p for p in json.loads(out.stdout) if p["name"] == "todo"]

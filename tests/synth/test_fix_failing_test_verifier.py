@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.synth.families import resolve_families

@@ -6,7 +6,7 @@ read-only audit with cheap agents)."""
 
 from __future__ import annotations
 
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk import run_sync
 from clawsdk.synth.families import resolve_families

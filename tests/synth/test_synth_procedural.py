@@ -7,7 +7,7 @@ from collections import Counter
 
 import anyio
 import pytest
-from clawsdk_plugins.synth import synth_group
+from clawsdk_plugins.commands.synth import synth_group
 from click.testing import CliRunner
 
 from clawsdk.runtime.validate import validate_tasks

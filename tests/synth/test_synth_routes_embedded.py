@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from clawsdk_plugins.synth import synth_group
+from clawsdk_plugins.commands.synth import synth_group
 from click.testing import CliRunner
 
 from clawsdk.store.store import Store

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import anyio
-from clawsdk_plugins.synth import synth_group
+from clawsdk_plugins.commands.synth import synth_group
 from click.testing import CliRunner
 
 from clawsdk.runtime.validate import validate_task
@@ -257,7 +257,7 @@ def test_a_check_that_runs_the_agents_program_is_sent_back_to_use_agent_run(tmp_
     that printed the dict it found in check.py passed. The gate sends such a check back; the repaired one
     names the command in `# agent_run:`, which runs before the hidden files exist."""
     skip_unless_available("bwrap")
-    from clawsdk_plugins.agents import ScriptedAgent
+    from clawsdk_plugins.agents.builtin import ScriptedAgent
 
     from clawsdk import run_sync
     from clawsdk.synth import gates

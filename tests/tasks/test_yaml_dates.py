@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk import load_task, run_sync, save_task
 

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from mcp import Client
 
 from clawsdk.tasks.model import File, Task

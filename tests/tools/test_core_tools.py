@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import anyio
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server, glob_to_regex
 from mcp import Client
 
@@ -176,7 +176,6 @@ QUIET_SCRIPT = """
 import logging, anyio
 from mcp import Client
 from clawsdk.tasks.model import Task
-from clawsdk_plugins.sandbox_local import LocalSandbox
 from clawsdk_tools.core import core_server
 
 async def main():

@@ -15,7 +15,7 @@ import re
 
 import anyio
 import pytest
-from clawsdk_plugins.sandbox_local import LocalSandbox
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server, glob_to_regex
 from hypothesis import given, settings
 from hypothesis import strategies as st

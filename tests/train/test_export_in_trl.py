@@ -58,12 +58,13 @@ def exported(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_trl_prepares_the_default_export_with_the_embedded_tokenizer(exported, tmp_path):
     import datasets
-    from clawsdk_plugins.trainers import resolve_base
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
+    from clawsdk import resolve_weights
+
     folder, _ = exported
-    base = resolve_base("embedded")
+    base = resolve_weights("embedded")
     tok = AutoTokenizer.from_pretrained(base)
     ds = datasets.load_from_disk(str(folder / "hf"))  # as a user would: tools is a JSON string there
     assert json.loads(ds[0]["tools"]) and ds[0]["messages"][2]["tool_calls"]

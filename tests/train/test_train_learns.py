@@ -53,7 +53,7 @@ def _reference_likelihood(model_path, rows) -> float:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("lr", [1e-2])
 def test_sft_lowers_the_loss_and_raises_the_likelihood_of_the_reference_calls(tiny_model, tmp_path, lr):
-    from clawsdk_plugins.trainers import TrlSftTrainer
+    from clawsdk_plugins.trainers.trl import TrlSftTrainer
 
     db, dataset_id = sft_export(tmp_path, n=2)
     with Store(db) as store:
@@ -73,11 +73,11 @@ def test_sft_lowers_the_loss_and_raises_the_likelihood_of_the_reference_calls(ti
 @pytest.mark.timeout(300)
 def test_the_same_data_and_settings_train_the_same_weights_and_the_card_names_them(tiny_model, tmp_path):
     """What lets a later session tell its retrained checkpoint from the one a table was measured with."""
-    from clawsdk_plugins.trainers import TrlSftTrainer
 
     db, dataset_id = sft_export(tmp_path, n=2)
 
     def train(folder: str, lr: float) -> str:
+        from clawsdk_plugins.trainers.trl import TrlSftTrainer
         result = TrlSftTrainer(str(tiny_model), max_steps=3, batch_size=2, lr=lr, threads=2).train(
             dataset_id, tmp_path / folder, db=db)
         card = json.loads((tmp_path / folder / "clawsdk-checkpoint.json").read_text())
@@ -97,7 +97,7 @@ def test_the_same_data_and_settings_train_the_same_weights_and_the_card_names_th
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("lr", [1e-2])
 def test_a_grpo_step_on_a_group_with_different_rewards_raises_the_rewarded_completion(tiny_model, tmp_path, lr):
-    from clawsdk_plugins.trainers import TrlGrpoTrainer
+    from clawsdk_plugins.trainers.trl import TrlGrpoTrainer
 
     task = hello_task()
     db = tmp_path / "store.db"

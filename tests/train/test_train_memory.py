@@ -7,8 +7,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from clawsdk_plugins import train_common
-from clawsdk_plugins.train_common import activation_bytes, plan_step
+from clawsdk_plugins.trainers import common as train_common
+from clawsdk_plugins.trainers.common import activation_bytes, plan_step
 from test_train_sft_grpo import sft_export
 
 SMOLLM2 = SimpleNamespace(num_hidden_layers=30, num_attention_heads=9, hidden_size=576, vocab_size=49152)
@@ -48,7 +48,7 @@ def test_a_batch_that_must_stay_whole_is_checkpointed(monkeypatch):
 def test_micro_batches_make_the_same_optimizer_steps(tiny_model, tmp_path, monkeypatch):
     """batch_size 2 run as two micro-batches of 1 trains the same model as one batch of 2."""
     import torch
-    from clawsdk_plugins.trainers import TrlSftTrainer
+    from clawsdk_plugins.trainers.trl import TrlSftTrainer
     from transformers import AutoModelForCausalLM
 
     db, dataset_id = sft_export(tmp_path, n=4)

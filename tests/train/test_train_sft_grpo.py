@@ -49,7 +49,7 @@ def sft_export(tmp_path: Path, n: int = 2) -> tuple[Path, str]:
 
 def test_training_tokens_are_what_the_agent_prompts_with(tiny_model, tmp_path):
     """Each assistant turn in the loss is the model's own output for the prompt the agent would send."""
-    from clawsdk_plugins.models_transformers import TransformersModel
+    from clawsdk_plugins.models.transformers import TransformersModel
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
@@ -100,8 +100,8 @@ def test_episode_assembly_masks_what_the_model_did_not_write():
 
 
 def _chat_once(path: str) -> str:
-    from clawsdk_plugins.models_transformers import TransformersModel
 
+    from clawsdk_plugins.models.transformers import TransformersModel
     model = TransformersModel(path, device="cpu")
 
     async def go():
@@ -115,7 +115,7 @@ def _chat_once(path: str) -> str:
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_sft_steps_write_a_loadable_checkpoint_with_its_lineage(base_model, tmp_path):
-    from clawsdk_plugins.trainers import TrlSftTrainer
+    from clawsdk_plugins.trainers.trl import TrlSftTrainer
 
     db, dataset_id = sft_export(tmp_path, n=2)
     result = TrlSftTrainer(base_model, max_steps=2, batch_size=1, lr=1e-4, threads=2).train(
@@ -180,7 +180,7 @@ def test_train_sft_cli_with_lora_merges_into_a_plain_checkpoint(tiny_model, tmp_
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_one_grpo_step_runs_its_group_as_sandbox_rollouts(base_model, tmp_path):
-    from clawsdk_plugins.trainers import TrlGrpoTrainer
+    from clawsdk_plugins.trainers.trl import TrlGrpoTrainer
 
     db = tmp_path / "store.db"
     with Store(db) as store:

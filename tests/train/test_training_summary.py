@@ -52,7 +52,7 @@ def _grpo(tmp_path: Path, model: Path, out: str):
 
 @pytest.mark.timeout(300)
 def test_grpo_whose_groups_all_scored_equal_says_it_did_not_learn_and_exits_non_zero(tiny_model, tmp_path):
-    from clawsdk_plugins.train_common import weights_digest
+    from clawsdk_plugins.trainers.common import weights_digest
 
     res = _grpo(tmp_path, tiny_model, "flat")  # a random 2-layer model never writes hello.txt: every reward 0
     text = _text(res)
@@ -66,8 +66,7 @@ def test_grpo_whose_groups_all_scored_equal_says_it_did_not_learn_and_exits_non_
 
 @pytest.mark.timeout(300)
 def test_grpo_with_a_reward_spread_trains_and_says_how_many_groups_had_one(tiny_model, tmp_path, monkeypatch):
-    from clawsdk_plugins.train_common import weights_digest
-    from clawsdk_plugins.trainer_grpo import TrlGrpoTrainer
+    from clawsdk_plugins.trainers.grpo import TrlGrpoTrainer
 
     real = TrlGrpoTrainer.rollout_func
 
@@ -86,4 +85,5 @@ def test_grpo_with_a_reward_spread_trains_and_says_how_many_groups_had_one(tiny_
     text = _text(res)
     assert res.exit_code == 0, res.output
     assert "trained ckpt-" in text and "reward spread in 1 of 1 groups" in text, text
+    from clawsdk_plugins.trainers.common import weights_digest
     assert weights_digest(tmp_path / "spread") != weights_digest(tiny_model)

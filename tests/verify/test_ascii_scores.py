@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
-from clawsdk_plugins.clawgym import parse_score
+from clawsdk_plugins.agents.builtin import ScriptedAgent
+from clawsdk_plugins.sources.clawgym import parse_score
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task

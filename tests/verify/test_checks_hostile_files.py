@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk import run_sync
 from clawsdk.tasks.sources import load_tasks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.bench.render import status_line

@@ -11,7 +11,7 @@ import json
 
 import anyio
 import pytest
-from clawsdk_plugins.agents import ScriptedAgent
+from clawsdk_plugins.agents.builtin import ScriptedAgent
 
 from clawsdk import Store, run_sync
 from clawsdk.tasks.model import Task

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import anyio
-from clawsdk_plugins.sandbox_local import LocalSandbox
 from clawsdk_skill_todo import server
 from mcp import Client
 
+from clawsdk.sandbox.base import SandboxPlugin
 from clawsdk.tasks.model import File, Task
 from clawsdk.testing.skills import assert_skill_conforms
 
@@ -20,7 +20,7 @@ def test_add_list_and_complete():
     task = Task(id="todo", instruction="-", workspace=[File(path="todo.txt", text="Water plants\n")])
 
     async def main():
-        async with LocalSandbox() as sb:
+        async with SandboxPlugin.named("local")() as sb:  # the registered backend, whoever provides it
             await sb.start(task)
             async with Client(server(sb, task)) as c:
                 r = await c.call_tool("todo_add", {"text": "Call the bank", "priority": "A", "due": "2024-05-03"})

@@ -1,0 +1,1 @@
+"""CLI commands that are plugins: serve, proxy, models, skills, bench, synth."""

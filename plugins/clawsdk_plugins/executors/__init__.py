@@ -1,0 +1,1 @@
+"""Executors: in-process (local) and Ray."""

@@ -1,0 +1,1 @@
+"""Sandboxes: local, bwrap, docker (its container pool and per-task images)."""

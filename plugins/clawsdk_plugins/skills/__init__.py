@@ -1,0 +1,1 @@
+"""Skills: the skill packs of clawsdk_skills and folder skills (~/.clawsdk/skills)."""

@@ -1,0 +1,1 @@
+"""Trainers: TRL SFT and GRPO."""

@@ -1,0 +1,1 @@
+"""Verifiers: the core's checks, rubric judge and hybrid, registered by name."""
