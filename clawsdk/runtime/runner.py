@@ -45,7 +45,7 @@ from clawsdk.runtime.control import ControlError, Steering, serve_control, socke
 from clawsdk.runtime.executor import Executor, LocalExecutor, RolloutJob
 from clawsdk.runtime.ids import new_run_id, rollout_id
 from clawsdk.runtime.rollout import first_leaf, record_cancelled, record_ending, record_start
-from clawsdk.sandbox.base import SandboxConfig
+from clawsdk.sandbox.base import SandboxConfig, SandboxPlugin
 from clawsdk.sandbox.capabilities import check_tasks, choose_sandbox, release_idle, runnable
 from clawsdk.sandbox.hostdir import check_root, workspace_root
 from clawsdk.store.lifecycle import RunLifecycle
@@ -102,7 +102,11 @@ class RunFailed(ClawError):
 def _load_agent(agent: str | Agent, options: dict[str, Any]) -> Agent:
     if isinstance(agent, Agent):
         return agent
-    return _build(get_registry().get("agents", agent), options, f"agent {agent!r}", "--agent-opt")
+    built = _build(get_registry().get("agents", agent), options, f"agent {agent!r}", "--agent-opt")
+    if not isinstance(built, Agent):  # the agent contract is the base class: its optional parts have defaults
+        raise TypeError(f"agent {agent!r}: its factory made a {type(built).__name__}, not a clawsdk.Agent; "
+                        "subclass clawsdk.Agent (docs/plugins.md)")
+    return built
 
 
 def _build(factory: Callable[..., Any], options: dict[str, Any], what: str, flag: str) -> Any:
@@ -114,11 +118,10 @@ def _build(factory: Callable[..., Any], options: dict[str, Any], what: str, flag
                          f"({', '.join(sorted(options)) or 'none'}): {e}") from e
 
 
-def with_agent_options(cfg: SandboxConfig, agent: Any, sandbox: str) -> SandboxConfig:
+def with_agent_options(cfg: SandboxConfig, agent: Agent, sandbox: str) -> SandboxConfig:
     """`cfg` with what the agent asks of its sandboxes (`Agent.sandbox_options`) added to its options; lists
     (`ro_binds`) are joined, and an option the user set is kept."""
-    asked = getattr(agent, "sandbox_options", None)
-    asked = asked(sandbox) if callable(asked) else {}
+    asked = agent.sandbox_options(sandbox)
     if not asked:
         return cfg
     extra = dict(cfg.extra or {})
@@ -203,11 +206,9 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
     # a task whose image, paths or network policy the backend cannot give is skipped with its line
     tasks, cannot_run = await anyio.to_thread.run_sync(runnable, list(tasks), probe)
     # and what the agent cannot do with these tasks or this sandbox (`preflight(tasks, sandbox)`, optional)
-    preflight = getattr(the_agent, "preflight", None)
-    if callable(preflight):
-        checked = preflight(tasks, sandbox)
-        if inspect.isawaitable(checked):  # an agent that asks its model server (CliAgent: --base-url)
-            await checked
+    checked = the_agent.preflight(tasks, sandbox)
+    if inspect.isawaitable(checked):  # an agent that asks its model server (CliAgent: --base-url)
+        await checked
     cfg = with_agent_options(cfg, the_agent, sandbox)
     executor = opts.executor
     if isinstance(executor, str):
@@ -222,7 +223,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
     tasks, unknown_skills = with_known_skills(tasks, registry)
     task_errors = [*task_errors, *cannot_run, *unknown_skills]
     result = RunResult(run_id=run_id, db=db_path, task_errors=list(task_errors))
-    agent_name = getattr(the_agent, "name", type(the_agent).__name__)
+    agent_name = the_agent.name
 
     refuse_duplicate_ids(tasks)
     plan, attempts, before = _plan(db_path, run_id, tasks, opts.samples, agent_name, sandbox,
@@ -281,7 +282,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
                                 attempt += 1
                                 await record_start(writer, rollout_id=rid, run_id=run_id, task=task, sample=sample,
                                                    attempt=attempt, agent=agent_name,
-                                                   model=getattr(the_agent, "model", None))
+                                                   model=the_agent.model)
                                 recorder = Recorder(writer, rid, attempt)
                                 recorder.gate = slots
                                 recorder.observe = controller.observe
@@ -349,7 +350,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
                             outer.cancel_scope.cancel()
 
                         steering = Steering(run_id, slots, controller, record=record_control, cancel=cancel,
-                                            requeue=requeue, verifiers=getattr(executor, "verifier_slots", None))
+                                            requeue=requeue, verifiers=executor.verifier_slots)
                         if opts.control:
                             await _open_control(outer, db_path, run_id, steering)
                         outer.start_soon(controller.run)
@@ -423,9 +424,9 @@ async def _open_control(tg: anyio.abc.TaskGroup, db_path: Path, run_id: str, ste
 def _start_concurrency(factory: Any) -> int | None:
     """Where `-c auto` starts for this sandbox backend: its factory's `start_concurrency()`, if it has one (a
     container engine slows as it creates more at once), else the controller's own default."""
-    start = getattr(factory, "start_concurrency", None)
     try:
-        return max(1, int(start())) if callable(start) else None
+        start = SandboxPlugin.of(factory).start_concurrency()
+        return None if start is None else max(1, int(start))
     except Exception:
         return None
 
@@ -494,16 +495,18 @@ def with_known_skills(tasks: Sequence[Task], registry: Registry) -> tuple[list[T
 def boundary_problem(name: str, factory: Any, task: Task) -> str | None:
     """Why skill `name`'s tools could not run behind the sandbox's boundary, or None: a tool it does not
     declare safe to run here needs its factory imported inside, by name."""
-    from clawsdk.sandbox.toolruntime import server_ref
+    from clawsdk.mcp.toolkit import ToolServer
+    from clawsdk.sandbox.toolruntime import SkillPlugin
 
-    if server_ref(factory) is not None or getattr(factory, "mcp_command", None) is not None:
+    skill = SkillPlugin.of(factory)
+    if skill.server_ref() is not None or skill.mcp_command is not None:
         return None
     try:
         server = factory(None, task)
         names = {t.name for t in server._tool_manager.list_tools()}
     except Exception:
         return None
-    if inside := sorted(names - set(getattr(server, "host_tools", ()) or ())):
+    if inside := sorted(names - set(server.host_tools if isinstance(server, ToolServer) else ())):
         return (f"skill {name!r}: its tools ({', '.join(inside[:5])}) run inside the sandbox, which imports the "
                 f"skill's server factory by name, and {getattr(factory, '__qualname__', factory)!r} cannot be "
                 "imported (a closure, or a function of the script run as __main__): define it at the top level "
@@ -576,8 +579,7 @@ def check_resume(store: Store, run_id: str, agent: str | Agent, sandbox: str,
     """RunConflict now if `run(...)` would refuse to resume `run_id` with this agent, sandbox and options: for
     callers that write to the store first (`bench run` registers the benchmark run)."""
     the_agent = _load_agent(agent, agent_options or {})
-    name = getattr(the_agent, "name", type(the_agent).__name__)
-    _refuse_conflict(store, run_id, name, choose_sandbox(sandbox), recorded(agent_options))
+    _refuse_conflict(store, run_id, the_agent.name, choose_sandbox(sandbox), recorded(agent_options))
 
 
 def _plan(db_path: Path, run_id: str, tasks: Sequence[Task], samples: int, agent: str, sandbox: str,
