@@ -13,7 +13,6 @@ bare in-process `mcp.Client` making the same calls.
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from clawsdk_plugins.agents.builtin import ScriptedAgent
 from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 from mcp import Client
+from suite import cpu_s, peak_mb  # this folder is on the path: w1 runs as a script, or suite imports it
 
 from clawsdk import Task, run
 from clawsdk.mcp.session import ToolSession
@@ -49,16 +49,6 @@ def w1_tasks(n: int) -> list[Task]:
              verifier={"checks": [{"type": "text_contains", "path": "notes/f4.txt", "text": f"task {i} line 4"}]})
         for i in range(n)
     ]
-
-
-def cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 async def per_call_costs(n_calls: int, db: Path) -> tuple[float, float]:

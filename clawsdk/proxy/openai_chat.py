@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from clawsdk.models.completion import capped, read_completion
-from clawsdk.proxy.wire import Protocol, kind_of
+from clawsdk.proxy.wire import Protocol, kind_of, tools_and_flags_problem
 
 #: answer fields recorded under their own name where the upstream gives them (vLLM: token ids, logprobs)
 TOKEN_FIELDS = ("logprobs", "completion_token_ids", "prompt_token_ids")
@@ -69,13 +69,7 @@ def request_problem(body: Any) -> str | None:
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             return f"messages[{i}] must be an object with a string `role`, got {kind_of(m)}" \
                 if not isinstance(m, dict) else f"messages[{i}].role must be a string, got {kind_of(m.get('role'))}"
-    tools = body.get("tools")
-    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
-        return "`tools` must be a list of tool objects"
-    for key, types, what in (("model", str, "a string"), ("stream", bool, "a boolean")):
-        if body.get(key) is not None and not isinstance(body[key], types):
-            return f"`{key}` must be {what}, got {kind_of(body[key])}"
-    return None
+    return tools_and_flags_problem(body)
 
 
 def bad_upstream(why: str, raw: bytes) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import secrets
 import time
 from typing import Any
 
-from clawsdk.proxy.wire import Protocol, Stream, kind_of, sse, text_of
+from clawsdk.proxy.wire import Protocol, Stream, kind_of, sse, text_of, tools_and_flags_problem
 
 SAME_PARAMS = {"max_output_tokens": "max_tokens", "temperature": "temperature", "top_p": "top_p",
                "parallel_tool_calls": "parallel_tool_calls", "stream": "stream", "seed": "seed"}
@@ -98,13 +98,7 @@ class OpenAIResponses(Protocol):
                 return f"input[{i}].call_id must be a string"
         if body.get("instructions") is not None and not isinstance(body["instructions"], str):
             return f"`instructions` must be a string, got {kind_of(body['instructions'])}"
-        tools = body.get("tools")
-        if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
-            return "`tools` must be a list of tool objects"
-        for key, types, what in (("model", str, "a string"), ("stream", bool, "a boolean")):
-            if body.get(key) is not None and not isinstance(body[key], types):
-                return f"`{key}` must be {what}, got {kind_of(body[key])}"
-        return None
+        return tools_and_flags_problem(body)
 
     def to_chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         items = body["input"]

@@ -18,6 +18,17 @@ def kind_of(value: Any) -> str:
         type(value), type(value).__name__)
 
 
+def tools_and_flags_problem(body: dict[str, Any]) -> str | None:
+    """What is wrong with the fields OpenAI's two APIs share (`tools`, `model`, `stream`), or None."""
+    tools = body.get("tools")
+    if tools is not None and (not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools)):
+        return "`tools` must be a list of tool objects"
+    for key, types, what in (("model", str, "a string"), ("stream", bool, "a boolean")):
+        if body.get(key) is not None and not isinstance(body[key], types):
+            return f"`{key}` must be {what}, got {kind_of(body[key])}"
+    return None
+
+
 def sse(data: Any, event: str | None = None) -> bytes:
     """One server-sent event (`event:` line first where the protocol names its events)."""
     head = f"event: {event}\n" if event else ""
