@@ -366,6 +366,7 @@ def drain() -> int:
 
     # plain threads: at interpreter exit an executor refuses new work
     lanes = [warm[i::16] for i in range(min(16, len(warm)))]
+
     def remove_all(lane: list[Warm]) -> None:
         for w in lane:
             remove(w)
