@@ -220,7 +220,8 @@ class Registry:
         for caller in self.pm.get_hookcallers(module) or []:
             for impl in caller.get_hookimpls():
                 if impl.plugin is module and not (impl.hookwrapper or impl.wrapper):
-                    impl.function = self._guard(impl.function, info, caller.name)
+                    # pluggy declares it Final; wrapping it in place is how one failing hook stays its plugin's
+                    impl.function = self._guard(impl.function, info, caller.name)  # type: ignore[misc]
         return info
 
     def _guard(self, function: Any, info: PluginInfo, hook_name: str) -> Any:
@@ -434,4 +435,4 @@ def register_plugin(module: Any, name: str | None = None) -> PluginInfo:
     Its names follow the same rule as every plugin's: one already taken is refused (see the returned
     PluginInfo.notes) unless it registers with replace=True."""
     registry = get_registry()
-    return registry.add_plugin(module, name or getattr(module, "__name__", repr(module)))
+    return registry.add_plugin(module, name or str(getattr(module, "__name__", repr(module))))

@@ -42,6 +42,7 @@ async def in_process(function: str, *args):
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain, proc.stdout, out)
             tg.start_soon(drain, proc.stderr, err)
+            assert proc.stdin is not None  # opened with stdin=PIPE
             await proc.stdin.send(pickle.dumps((function, args), protocol=pickle.HIGHEST_PROTOCOL))
             await proc.stdin.aclose()
             await proc.wait()

@@ -46,7 +46,7 @@ class FitConsole(Console):
 
     @property
     def size(self) -> ConsoleDimensions:
-        size = Console.size.fget(self)
+        size = super().size
         if size.width < 1:  # COLUMNS=0 (or junk rich reads as 0) made every line, errors too, vanish
             return ConsoleDimensions(PIPE_WIDTH if not self.is_terminal else 80, size.height)
         if self._width is None and not self.is_terminal and not os.environ.get("COLUMNS"):
@@ -55,7 +55,7 @@ class FitConsole(Console):
 
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]  # mypy takes a property with a setter for an overload
 
 
 console = FitConsole(highlight=False)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,7 +204,7 @@ def _text(content: Any) -> str:
 
 
 def to_atif(rollout: dict[str, Any], events: list[StoredEvent], *, tools: list[dict] | None = None,
-            preamble: list[dict[str, Any]] = (), verdict: dict | None = None, version: str = "") -> dict:
+            preamble: Sequence[dict[str, Any]] = (), verdict: dict | None = None, version: str = "") -> dict:
     """The ATIF document of one rollout attempt: `events` as the store holds them; `preamble` the system and
     user messages that framed it where no model request records them (a rollout without a model)."""
     header = next((e.extra["atif"] for e in events
@@ -239,7 +239,8 @@ def to_atif(rollout: dict[str, Any], events: list[StoredEvent], *, tools: list[d
             framing(e.messages or [])
         elif isinstance(e, ModelResponse):
             msg = e.message or {}
-            step = {"source": "agent", "timestamp": ts, "message": _text(msg.get("content")), "llm_call_count": 1}
+            step: dict[str, Any] = {"source": "agent", "timestamp": ts, "message": _text(msg.get("content")),
+                                    "llm_call_count": 1}
             if e.model:
                 step["model_name"] = str(e.model)
             if msg.get("reasoning_content"):

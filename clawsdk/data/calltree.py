@@ -75,7 +75,8 @@ def call_tree(events: list[StoredEvent]) -> list[Call]:
             pending.pop(0).response = e
     by_seq = {c.seq: c for c in calls}
     keys = {c.seq: _keys(c.request) for c in calls}
-    answers = {c.seq: message_key({**c.response.message, "role": "assistant"})  # type: ignore[union-attr]
+    # an answered call's response has a message (Call.answered)
+    answers = {c.seq: message_key({**c.response.message, "role": "assistant"})  # type: ignore[union-attr, dict-item]
                for c in calls if c.answered}
     first_with: dict[str, int] = {}  # prompt -> the first call with it
     for i, call in enumerate(calls):

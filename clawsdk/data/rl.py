@@ -86,7 +86,8 @@ def _retokenized(chain: list[Call], tokenizer: Any) -> dict[str, Any]:
     from clawsdk.data.tokenize import encode_chat
 
     leaf = chain[-1]
-    messages = [*(leaf.request.messages or []), {**leaf.response.message, "role": "assistant"}]  # type: ignore[union-attr]
+    # a chain ends in an answered call: its response has a message (Call.answered)
+    messages = [*(leaf.request.messages or []), {**leaf.response.message, "role": "assistant"}]  # type: ignore[union-attr, dict-item]
     ids, mask = encode_chat(tokenizer, messages, leaf.request.tools)
     cut = mask.index(1) if 1 in mask else len(ids)
     turns, start = [], None

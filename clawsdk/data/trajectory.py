@@ -291,6 +291,10 @@ def trajectory_from_events(
     )
     if requests:
         reply, asked, earlier = _answered(events, rid)
+        assert reply.message is not None  # _answered picks a reply with a message
+        if asked.messages is None:
+            raise ValueError(f"rollout {rid}: the request its last reply answers records no messages: no "
+                             f"conversation to rebuild")
         messages = [_message(m, f"rollout {rid}: messages[{i}]") for i, m in enumerate(asked.messages)]
         prefill = (asked.params or {}).get("continue_final_message")
         if prefill or (messages and messages[-1]["role"] == "assistant"):

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from mcp.server.mcpserver import MCPServer
@@ -27,6 +27,7 @@ from clawsdk.errors import ClawError, FileTooLarge
 #: AgentSkills names: lower-case letters, digits and hyphens, at most 64 characters.
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 DEFAULT_LIMIT = 32_000
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]  # MCPServer's
 
 
 class SkillFormatError(ClawError):
@@ -53,7 +54,7 @@ class ToolServer(MCPServer):
     (tool errors are the agent's, and are recorded as events). WARNING is Python's own default.
     """
 
-    def __init__(self, *args: Any, log_level: str = "WARNING", host_tools: Iterable[str] = (), **kwargs: Any) -> None:
+    def __init__(self, *args: Any, log_level: LogLevel = "WARNING", host_tools: Iterable[str] = (), **kwargs: Any) -> None:
         super().__init__(*args, log_level=log_level, **kwargs)
         #: the tools that may run in the runner's process. Every other tool of the server runs behind the
         #: sandbox's boundary (clawsdk.mcp.toolhost): name here only tools that move bytes through the sandbox's

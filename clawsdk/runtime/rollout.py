@@ -26,7 +26,7 @@ from clawsdk.errors import FailureKind, RolloutError, SandboxError, VerifierErro
 from clawsdk.mcp.session import ToolSession, ToolSource, ToolSpec
 from clawsdk.runtime.agent import AgentContext
 from clawsdk.sandbox.toolruntime import SkillPlugin
-from clawsdk.store.events import ErrorEvent, Note
+from clawsdk.store.events import ErrorEvent, Note, StoredEvent
 from clawsdk.store.recorder import Recorder
 from clawsdk.tasks.model import McpServer
 from clawsdk.verify.verdict import Verdict, VerifierPlugin, VerifyContext
@@ -93,7 +93,7 @@ def tool_servers(task: Task, sandbox: Sandbox, registry: Registry) -> list[ToolS
 
 
 async def verify(task: Task, sandbox: Sandbox, recorder: Recorder, registry: Registry,
-                 transcript: list[dict] | None = None) -> Verdict:
+                 transcript: list[StoredEvent] | None = None) -> Verdict:
     """End the agent's turn, run the verifier's part that runs the agent's code (its `before_hidden`),
     inject the hidden files, then score the workspace, all within the task's verifier timeout."""
     started = time.perf_counter()
@@ -256,8 +256,8 @@ async def record_ending(writer: StoreWriter, rollout_id: str, attempt: int, res:
     with anyio.CancelScope(shield=True):
         await writer.finish_rollout(
             rollout_id=rollout_id, attempt=attempt, status=status, failure_kind=res.kind.value,
-            scored=scored, reward=v.score if scored else None, passed=v.passed if scored else None, error=res.error,
-            n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls, duration_s=res.duration_s,
+            scored=scored, reward=v.score if scored and v else None, passed=v.passed if scored and v else None,
+            error=res.error, n_tool_calls=res.n_tool_calls, n_model_calls=res.n_model_calls, duration_s=res.duration_s,
             verdict=v.model_dump(mode="json") if v else None,
         )
 

@@ -113,14 +113,14 @@ class _Event:
         return event
 
 
-def _declare(cls: type, *, always: tuple[str, ...] = (), keys: dict[str, str] | None = None) -> type:
+def _declare(cls: type[_Event], *, always: tuple[str, ...] = (), keys: dict[str, str] | None = None) -> None:
     """Record `cls`'s payload fields: its own dataclass fields, in order, but `kind` (`keys` renames an
     attribute whose payload key is `kind`; `always` are written even when None)."""
     base = {f.name for f in fields(_Event)}
     names = [f.name for f in fields(cls) if f.name not in base and f.name != "kind"]
     cls._keys = tuple((n, (keys or {}).get(n, n), n in always) for n in names)
     cls._attrs = {key: attr for attr, key, _ in cls._keys}
-    cls.KIND = next(f.default for f in fields(cls) if f.name == "kind")
+    cls.KIND = str(next(f.default for f in fields(cls) if f.name == "kind"))
     # payload() unrolled for this kind, as dataclasses builds __init__: on the recorder's hot path a loop
     # over the fields with getattr cost twice as much
     lines = ["def payload(self):", "    if self._order is not None:", "        return self._stored_payload()",
@@ -132,9 +132,8 @@ def _declare(cls: type, *, always: tuple[str, ...] = (), keys: dict[str, str] | 
               "    return out"]
     namespace: dict[str, Any] = {}
     exec("\n".join(lines), namespace)  # noqa: S102 - our own field names, as dataclasses does
-    cls.payload = namespace["payload"]
-    cls.payload.__doc__ = _Event.payload.__doc__
-    return cls
+    namespace["payload"].__doc__ = _Event.payload.__doc__
+    cls.payload = namespace["payload"]  # type: ignore[method-assign]  # the generated method replaces the loop
 
 
 @dataclass(slots=True, kw_only=True)
@@ -326,6 +325,7 @@ def parse_event(row: dict[str, Any], *, strict: bool = False) -> StoredEvent:
         raw = row.get("payload")
         return Unreadable(kind=kind, raw=raw if isinstance(raw, str) or raw is None else json.dumps(raw),
                           problem=problem, seq=seq, ts=ts, duration_ms=ms)
+    assert isinstance(payload, dict)  # a payload that is not an object was returned as Unreadable above
     cls = _TYPES.get(kind)
     if cls is None:
         return Foreign(kind=kind, extra=payload, seq=seq, ts=ts, duration_ms=ms)  # payload(): in its order

@@ -41,7 +41,7 @@ class RunLifecycle:
                  samples: int | None = None, config: dict[str, Any] | None = None, shared: bool = False,
                  buffer: int = 10_000):
         self.db, self.run_id, self.shared = Path(db), run_id, shared
-        self._run = {"agent": agent, "sandbox": sandbox, "samples": samples, "config": config or {}}
+        self._run: dict[str, Any] = {"agent": agent, "sandbox": sandbox, "samples": samples, "config": config or {}}
         self.writer = StoreWriter(self.db, buffer=buffer)
         self.rollouts: list[str] = []  # the rollouts this process started: it ends those still running
         self.status: str = "finished"

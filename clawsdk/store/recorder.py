@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["EVENT_KINDS", "Recorder", "Stopwatch"]
 
 #: the types record() takes (typing.get_args of the union, spelled out: a set lookup per event)
-_EMITTED = frozenset(Event.__args__)  # type: ignore[attr-defined]
+_EMITTED = frozenset(Event.__args__)
 
 
 class Recorder:

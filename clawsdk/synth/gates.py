@@ -174,7 +174,7 @@ def check_isolated(code: str) -> None:
     """check.py runs while the hidden files exist, so it may run none of the agent's code: no process, no
     import from the workspace, no code loaded from a file. Whatever it started could read the expected values
     (or check.py itself). What needs the agent's code to run goes in its `# agent_run:` line."""
-    def fail(node: ast.AST, what: str) -> GateFailure:
+    def fail(node: ast.stmt | ast.expr, what: str) -> GateFailure:
         return GateFailure(
             f"check.py line {node.lineno}: {what}. check.py runs while the hidden files exist, so any program "
             "of the agent's it ran could read them: grade the files the agent left, and to run a program the "
@@ -185,7 +185,7 @@ def check_isolated(code: str) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if isinstance(node, ast.ImportFrom) and (node.level or not node.module):
                 raise fail(node, "a relative import loads a file beside check.py")
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [str(node.module)]
             for name in names:
                 top = name.split(".")[0]
                 if top not in sys.stdlib_module_names:

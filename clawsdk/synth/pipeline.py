@@ -94,6 +94,7 @@ class RoutePipeline:
         rng = random.Random(f"{self.o.route}:{self.o.seed}:{idx}")
         if self.o.route == "persona":
             seeds = self.o.seeds
+            assert seeds is not None  # __init__ refused the persona route without them
             cats = [c for c in (self.o.categories or list(seeds.categories)) if c in seeds.categories]
             if not cats:
                 raise ValueError(f"none of the categories {self.o.categories} is in the seeds")
@@ -105,9 +106,8 @@ class RoutePipeline:
         primaries = [s for s in skills if s.name in (self.o.primary_skills or [])] or skills
         primary = primaries[idx % len(primaries)]
         others = [s for s in skills if s.name != primary.name]
-        category = self.o.categories[idx % len(self.o.categories)] if self.o.categories else None
         return {"primary": primary.name, "supporting": [s.name for s in pick(rng, others, self.o.supporting)],
-                "category": category}
+                "category": self.o.categories[idx % len(self.o.categories)] if self.o.categories else None}
 
     # ---- model calls --------------------------------------------------------------------------
 

@@ -455,7 +455,11 @@ class Task(BaseModel):
         key = id(self)
         # the weak reference's callback drops the entry when the task goes, before its id can be
         # reused; holding the values themselves (not their ids) keeps a replaced value's id unique
-        _hash_cache[key] = (weakref.ref(self, lambda _ref, key=key: _hash_cache.pop(key, None)), values, digest)
+
+        def forget(_ref: object) -> None:
+            _hash_cache.pop(key, None)
+
+        _hash_cache[key] = (weakref.ref(self, forget), values, digest)
         return digest
 
 

@@ -334,7 +334,8 @@ def _bounded_loader(limit: int) -> type:
 
     # an unquoted `expected: 2024-01-05` is the text written, not a datetime.date: a date equals no
     # answer the agent can write (JSON and text have none), and a check's `text:` refused it
-    Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)
+    # (types-PyYAML types the method as SafeConstructor's, which its bound for a loader leaves out)
+    Loader.add_constructor("tag:yaml.org,2002:timestamp", yaml.SafeLoader.construct_yaml_str)  # type: ignore[type-var]
     return Loader
 
 
@@ -448,7 +449,7 @@ def nesting(value: Any, stop: int) -> int:
     return deepest
 
 
-def check_instruction(text: str, where: str, field: str, task_id: str | None,
+def check_instruction(text: object, where: str, field: str, task_id: str | None,
                       limits: ReadLimits | None = None) -> None:
     limits = limits or ReadLimits.from_env()
     if isinstance(text, str) and len(text) > limits.instruction_chars:

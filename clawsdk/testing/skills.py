@@ -93,6 +93,8 @@ def _dummy(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
 
 def _wrong(schema: dict[str, Any]) -> Any:
     t = schema.get("type")
+    if not isinstance(t, str):  # absent, or a list of types (["string", "null"]): no one wrong value
+        return None
     return {"string": {"not": "a string"}, "integer": "not-a-number", "number": "not-a-number",
             "boolean": {"x": 1}, "array": 12345, "object": 12345}.get(t, None)
 
@@ -151,7 +153,7 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
     from clawsdk.mcp.toolkit import SkillFormatError, load_skill_md
     from clawsdk.tasks.model import File, Task
 
-    report = SkillReport(name=name or getattr(factory, "__name__", "skill"))
+    report = SkillReport(name=name or str(getattr(factory, "__name__", "skill")))
     manifest = None
     md = skill_md or _find_skill_md(factory)
     if md is None:
@@ -162,7 +164,7 @@ async def check_skill(factory: Callable[..., Any], *, skill_md: str | os.PathLik
             report.skipped.append("SKILL.md (a plain tool server: none to check)")
     else:
         try:
-            manifest = load_skill_md(md)
+            manifest = load_skill_md(Path(md))
             report.name = name or manifest.name
             report.add("SKILL.md", True)
         except SkillFormatError as e:

@@ -42,10 +42,10 @@ def check_trainer(factory: Callable[..., Any], *, db: str | os.PathLike, out: st
                f"{type(trainer).__name__} lacks name or train()")
 
     missing_out = out.with_name(out.name + "-refused")
-    e = raised(trainer.train, MISSING, missing_out, db=db)
+    refusal = raised(trainer.train, MISSING, missing_out, db=db)
     report.add("a dataset that does not exist is refused naming it",
-               isinstance(e, (LookupError, FileNotFoundError)) and MISSING in str(e),
-               f"got {type(e).__name__}: {e}" if e else "train() accepted it")
+               isinstance(refusal, (LookupError, FileNotFoundError)) and MISSING in str(refusal),
+               f"got {type(refusal).__name__}: {refusal}" if refusal else "train() accepted it")
     report.add("a refused train() writes nothing", not missing_out.exists(), f"{missing_out} was created")
 
     if data is not None:
@@ -62,8 +62,8 @@ def check_trainer(factory: Callable[..., Any], *, db: str | os.PathLike, out: st
             report.add("the checkpoint folder is `out`", Path(result.path).resolve() == out.resolve() and out.is_dir(),
                        f"result.path {result.path}, out {out}")
             with Store(db) as store:
-                e = raised(lineage.checkpoint, store, result.checkpoint_id)
-            report.add("the checkpoint is recorded in the store", e is None, str(e))
+                unrecorded = raised(lineage.checkpoint, store, result.checkpoint_id)
+            report.add("the checkpoint is recorded in the store", unrecorded is None, str(unrecorded))
     return report
 
 

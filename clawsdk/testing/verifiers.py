@@ -73,6 +73,7 @@ def check_verifier(task: Task, factory: Callable[[Any], Any] | None = None, *, s
             v = r.verdict
             if not report.add(f"{what}: a verdict", v is not None, f"no verdict ({r.kind.value}: {r.error})"):
                 continue
+            assert v is not None
             report.add(f"{what}: {'passes' if want else 'does not pass'}", v.passed is want,
                        f"passed={v.passed}, score {v.score:g}: {v.detail[:300]}")
             _verdict_sane(report, what, v, threshold)

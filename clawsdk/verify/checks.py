@@ -42,6 +42,8 @@ class _Check(BaseModel):
     #: the name of a check before this one: this one scores only once that one passes ("the inputs are
     #: unchanged" is worth something beside a deliverable, and nothing to an agent that did nothing)
     only_with: str | None = None
+    if TYPE_CHECKING:  # each kind's own Literal field: not one of the base's, which pydantic would require
+        type: str
 
     def label(self) -> str:
         return self.name or f"{self.type}:{getattr(self, 'path', None) or getattr(self, 'run', '')}"[:120]
@@ -461,8 +463,8 @@ class ChecksVerifier(Verifier):
                         return 0.0, f"unexpected row {r}"
                     del want[match]
                 return float(header_ok), "equal" if header_ok else f"header differs: {rows[0]}"
-            for i, (a, b) in enumerate(zip(rows, expected, strict=True)):
-                if not row_eq(a, b):
-                    return 0.0, f"row {i + 1} differs: {a} != {b}"
+            for i, (row, expected_row) in enumerate(zip(rows, expected, strict=True)):
+                if not row_eq(row, expected_row):
+                    return 0.0, f"row {i + 1} differs: {row} != {expected_row}"
             return 1.0, "equal"
         raise VerifierError(f"unknown check type {c.type!r}")

@@ -151,16 +151,16 @@ class HybridVerifier(Verifier):
             if part.label in missing:
                 details.append(f"{part.label}: missing (not judged)")
                 continue
-            verdict = results[part.label]
-            if verdict is None:
+            got = results[part.label]
+            if got is None:
                 subs.append(SubScore(name=part.label, score=0.0, weight=part.weight,
                                      detail=f"not run: gate {failed_gate!r} failed"))
                 details.append(f"{part.label}: skipped (gate {failed_gate} failed)")
                 continue
-            subs.append(SubScore(name=part.label, score=verdict.score, weight=part.weight,
-                                 detail=(verdict.detail or verdict.verifier)[:2000]))
-            details.append(f"{part.label} {verdict.score:.3f} x {part.weight:g}")
-            for s in verdict.subscores:
+            subs.append(SubScore(name=part.label, score=got.score, weight=part.weight,
+                                 detail=(got.detail or got.verifier)[:2000]))
+            details.append(f"{part.label} {got.score:.3f} x {part.weight:g}")
+            for s in got.subscores:
                 subs.append(SubScore(name=f"{part.label}/{s.name}"[:250], score=s.score, weight=0.0,
                                      detail=s.detail))
         out = Verdict.aggregate(self.name, subs, self.spec.pass_threshold, detail="; ".join(details))
@@ -168,7 +168,7 @@ class HybridVerifier(Verifier):
             ran = [p.label for p, _ in self.parts if p.label not in missing]
             out.passed = False
             reasons = "; ".join(f"{name}: {why}" for name, why in missing.items())
-            scored = ", ".join(f"{n!r} {results[n].score:.2f}" for n in ran if results.get(n)) or "none"
+            scored = ", ".join(f"{n!r} {v.score:.2f}" for n in ran if (v := results.get(n))) or "none"
             raise PartlyVerified(
                 f"hybrid verdict incomplete, so the task is unscored: part(s) {', '.join(map(repr, missing))} "
                 f"not judged ({reasons}); the automated part(s) scored {scored}, recorded as sub-scores",

@@ -66,6 +66,13 @@ def test_a_rollout_whose_every_response_is_an_error_has_no_reply_to_learn_from()
         _messages(_asked(SYSTEM, USER), ("model_response", {"error": "bad request", "status": 400}))
 
 
+def test_a_request_recorded_without_messages_is_named_not_a_type_error():
+    # another writer's model_request may lack `messages`: selection reports why, as for any unreadable rollout
+    with pytest.raises(ValueError, match="rollout r0123456789abcdef: the request its last reply answers records no "
+                                         "messages"):
+        _messages(("model_request", {"tools": None}), _reply(DONE))
+
+
 def test_a_reply_answers_the_request_it_names_while_a_side_call_was_in_flight():
     main = {"role": "user", "content": "MAIN TASK: write done.txt"}
     side = {"role": "user", "content": "SIDE CALL: give this chat a title"}

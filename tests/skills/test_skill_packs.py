@@ -351,3 +351,12 @@ def test_skills_check_fails_a_registered_skill_without_skill_dir_and_names_it(mo
         assert "skill calendar: passes" in res.output
     finally:
         reset_registry()
+
+
+def test_the_kit_sends_no_wrong_value_for_an_argument_of_several_json_types():
+    # a hand-written schema may give `type` as a list; the kit crashed on it (unhashable) before mypy saw it
+    from clawsdk.testing.skills import _wrong
+
+    assert _wrong({"type": ["string", "null"]}) is None
+    assert _wrong({}) is None
+    assert _wrong({"type": "integer"}) == "not-a-number"

@@ -81,7 +81,7 @@ class _Proc:
 
     def info(self) -> ProcessInfo:
         end = self.ended or time.monotonic()
-        return ProcessInfo(sessionId=self.id, command=self.command, status=self.status,  # type: ignore[arg-type]
+        return ProcessInfo(sessionId=self.id, command=self.command, status=self.status,
                            exit_code=self.exit_code, runtime_s=round(end - self.started, 3))
 
 

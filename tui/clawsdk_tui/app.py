@@ -15,7 +15,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
 
-from clawsdk_tui.data import EventFollower, Rates, RunSummary, RunWatch, StoreReader
+from clawsdk_tui.data import EventFollower, Rates, RunControl, RunSummary, RunWatch, StoreReader
 from clawsdk_tui.messages import ControlDone, DetailUpdate, Polled, PollFailed  # where they were
 from clawsdk_tui.render import clean
 from clawsdk_tui.widgets import HeaderStats
@@ -59,7 +59,7 @@ class WatchApp(App):
         self.follow_new = follow  # open each new run as it starts (`clawsdk watch --follow`)
         self.known_runs: set[str] | None = None  # the run ids seen so far (None: not read yet)
         self.newest: str | None = None  # a run that started while the view was open
-        self.steering = None  # the run in focus's last run_control row (RunControl)
+        self.steering: RunControl | None = None  # the run in focus's last run_control row
         self.cursor_blink = cursor_blink
         self.clock = clock
         self.runs: list[RunSummary] = []
@@ -277,7 +277,8 @@ class WatchApp(App):
                 errors=msg.errors,
                 pass_rates=tuple(msg.pass_rates) if msg.pass_rates is not None else stats.pass_rates,
                 # per task: the series is cumulative, so its last point is the rate so far
-                pass_rate=(msg.pass_rates or [None])[-1] if msg.pass_rates is not None else stats.pass_rate,
+                pass_rate=((msg.pass_rates[-1] if msg.pass_rates else None) if msg.pass_rates is not None
+                           else stats.pass_rate),
                 concurrency=self.steering.level if self.steering is not None else None,
                 paused=self.steering.paused if self.steering is not None else False,
             )

@@ -154,7 +154,8 @@ class RolloutScreen(Screen):
                     args = got if isinstance(got := p.get("args"), dict) else {}
                     self._args[e["seq"]] = self._last_args[str(p.get("tool"))] = args
                 elif e["kind"] == "tool_result":
-                    call_args = self._args.get(p.get("call"))  # concurrent calls answer in any order
+                    call = p.get("call")
+                    call_args = self._args.get(call) if isinstance(call, int) else None  # concurrent calls answer in any order
                     if call_args is None:
                         call_args = self._last_args.get(str(p.get("tool")))
                 new.append(EventItem(e, call_args))

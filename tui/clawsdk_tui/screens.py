@@ -201,7 +201,7 @@ class RolloutsScreen(Screen):
         c = self.app.steering
         line = self.query_one("#control", Line)
         line.display = c is not None and self.app.run_watch is not None and self.app.run_watch.run_id == self.run_id
-        if not line.display:
+        if c is None or not line.display:
             return
         who = "" if c.source == "controller" else f"{c.actor}, "
         line.show(Text.assemble(
@@ -412,7 +412,8 @@ class HelpScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         text = Text()
-        text.append(f"{type(self.under).__doc__.splitlines()[0]}\n\n", style="italic")
+        doc = type(self.under).__doc__ or type(self.under).__name__
+        text.append(f"{doc.splitlines()[0]}\n\n", style="italic")
         keys_for: dict[str, list[str]] = {}  # description -> keys, so "scroll" lists ↑ and ↓ once
         for b in [*getattr(self.under, "BINDINGS", []), *self.app.BINDINGS]:
             if isinstance(b, Binding):

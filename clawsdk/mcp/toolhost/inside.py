@@ -52,6 +52,7 @@ def hosted_tools(servers: list[tuple[str, Any]], output_chars: int, memory_mb: i
     import contextlib
 
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from mcp.types import CallToolResult, TextContent
 
     from clawsdk.mcp.toolkit import ToolServer, bounded_result
 
@@ -78,15 +79,12 @@ def hosted_tools(servers: list[tuple[str, Any]], output_chars: int, memory_mb: i
                     raise ToolError(f"{tool} ran out of memory{limit}; ask for less: a smaller file, a "
                                     "narrower range, fewer rows") from None
                 raise
-            content = getattr(result, "content", None)
-            if content is None:
+            if not isinstance(result, CallToolResult):  # a request for input: nothing to cut
                 return result
-            texts = [getattr(c, "text", None) for c in content]
-            if all(t is not None for t in texts):
+            texts = [t for c in result.content if (t := getattr(c, "text", None)) is not None]
+            if len(texts) == len(result.content):
                 text, structured = bounded_result("\n".join(texts), result.structured_content, output_chars)
                 if text != "\n".join(texts) or structured is not result.structured_content:
-                    from mcp.types import TextContent
-
                     return result.model_copy(update={"content": [TextContent(type="text", text=text)],
                                                      "structured_content": structured})
             return result

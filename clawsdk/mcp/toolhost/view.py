@@ -25,7 +25,7 @@ class WorkspaceView(HostDirSandbox):
     def __init__(self, workspace: str, *, home: str | None = None, capabilities: Capabilities | None = None,
                  config: SandboxConfig | None = None):
         super().__init__(config)
-        self.workspace = Path(workspace)
+        self.workspace: Path = Path(workspace)
         self.workspace_path = workspace
         self.home = Path(home or os.environ.get("HOME") or workspace)
         if capabilities is not None:

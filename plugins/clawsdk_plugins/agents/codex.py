@@ -43,7 +43,7 @@ def codex_config(*, base_url: str, model: str, context_window: int) -> str:
     """config.toml: one provider (the proxy), and nothing that calls home."""
     top = {"model": model, "model_provider": "clawsdk", "check_for_update_on_startup": False,
            "model_context_window": context_window}
-    sections = {
+    sections: dict[str, dict[str, Any]] = {
         "model_providers.clawsdk": {"name": "clawsdk", "base_url": base_url, "env_key": KEY_ENV,
                                     "wire_api": "responses"},
         "analytics": {"enabled": False}, "feedback": {"enabled": False}, "history": {"persistence": "none"},

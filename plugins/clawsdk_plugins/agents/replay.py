@@ -41,13 +41,15 @@ class ReplayAgent(Agent):
                 if row is None:
                     raise ValueError(f"no rollout {self.rollout_ref!r} in {self.db}")
                 self.rollout_ref = row["id"]
-            elif store.run(self.run_ref) is None:
+            elif self.run_ref is not None and store.run(self.run_ref) is None:
                 raise ValueError(f"no run {self.run_ref!r} in {self.db}")
 
     def _source(self, task_id: str) -> tuple[dict, list[StoredEvent]]:
         with Store(self.db, readonly=True) as store:
             if self.rollout_ref is not None:
                 row = store.rollout(self.rollout_ref)
+                if row is None:  # deleted since the agent was made
+                    raise AgentError(f"no rollout {self.rollout_ref!r} in {self.db}")
             else:
                 rows = store.query("SELECT * FROM rollouts WHERE run_id = ? AND task_id = ? AND sample = ?",
                                    [self.run_ref, task_id, self.sample])

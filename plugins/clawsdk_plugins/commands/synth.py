@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from clawsdk.cli.common import announce_sandbox, console, db_option, err_console, friendly_errors, parse_options
@@ -39,7 +39,7 @@ def _default_run_id(route: str, config: dict) -> str:
     return f"{route}-{digest}"
 
 
-def _progress(label: str, as_json: bool) -> tuple[Progress, object]:
+def _progress(label: str, as_json: bool) -> tuple[Progress, TaskID]:
     show = not as_json and sys.stderr.isatty()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("accepted {task.fields[accepted]}"), TimeElapsedColumn(),

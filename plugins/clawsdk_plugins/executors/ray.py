@@ -240,7 +240,8 @@ class RayExecutor(Executor):
         result: AttemptResult | None = None
         try:
             # the task and the agent instance travel once per run, by reference
-            shipped = dataclasses.replace(job, task=None, agent=None, agent_options=portable(job.agent_options),
+            shipped = dataclasses.replace(job, task=None, agent=None,  # type: ignore[arg-type]  # sent by reference
+                                          agent_options=portable(job.agent_options),
                                           sandbox_config=_absolute_root(job.sandbox_config))
             stream = self._remote.options(**self.task_options(job)).remote(
                 shipped, self._task_ref(job), self._agent_payload(job), self.settings)
@@ -504,6 +505,7 @@ def _rebuild_agent(job: RolloutJob, pickled: Any) -> Agent:
         return pickled  # Ray resolved the reference to the instance
     from clawsdk.plugins import get_registry
 
+    assert job.agent_name  # an agent without a registered name travels pickled (_agent_payload)
     key = json.dumps([job.agent_name, job.agent_options], sort_keys=True, default=repr)
     agent = _worker_agents.get(key)
     if agent is None:  # one per worker process, as the driver shares one instance across rollouts

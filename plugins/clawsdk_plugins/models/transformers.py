@@ -275,6 +275,7 @@ class TransformersModel(LocalChatModel):
         rows = state.rows if state else []
         parts = []
         for b in range(len(rows)):
+            assert state is not None  # rows are its rows
             cols = state.mask[b, :-1].nonzero().squeeze(1)
             n = len(cols)
             if n and int(cols[-1]) == n - 1:  # its first n columns
@@ -294,7 +295,7 @@ class TransformersModel(LocalChatModel):
         mask[:, width] = 1
         feed = torch.tensor([[r.prompt_ids[-1]] for r in new], dtype=torch.long, device=device)
         positions = torch.tensor([[n] for _, n, _ in starts], dtype=torch.long, device=device)
-        if rows:
+        if state is not None and rows:
             feed, positions = torch.cat([state.feed, feed]), torch.cat([state.positions, positions])
         cache = self._cache(parts, width, room, capacity=self.max_batch)
         return _Rows(rows + new, cache, mask, feed, positions)
@@ -420,6 +421,8 @@ def _growing_layer() -> Any:
 
         class GrowingLayer(DynamicLayer):
             room: tuple[Any, Any] | None = None
+            keys: Any  # DynamicLayer's tensors (transformers is not analysed here)
+            values: Any
 
             def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
                 if not self.is_initialized:

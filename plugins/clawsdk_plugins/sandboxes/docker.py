@@ -555,7 +555,7 @@ class DockerProcess(SandboxProcess):
             self._code = -int(signal.SIGKILL) if self._code is None else self._code
 
 
-class _SocketStdin:
+class _SocketStdin(anyio.abc.ByteSendStream):
     def __init__(self, stream: Any):
         self.stream = stream
 
@@ -567,7 +567,7 @@ class _SocketStdin:
             await self.stream.send_eof()
 
 
-class _Received:
+class _Received(anyio.abc.ByteReceiveStream):
     def __init__(self, receive: Any):
         self._receive = receive
 

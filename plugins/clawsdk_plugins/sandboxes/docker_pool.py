@@ -84,6 +84,7 @@ def mount_points(sb: DockerSandbox) -> list[str]:
 
 def note_fresh(sb: DockerSandbox) -> None:
     """Remember a new container's mount points (before the agent runs), so a reset can prove them intact."""
+    assert sb.sandbox_root is not None  # started
     root = sb.sandbox_root.path
     try:
         marks = {}
@@ -300,11 +301,13 @@ def _ipc_ids(kind: str) -> list[int]:
 
 
 def _reset_host(sb: DockerSandbox) -> str | None:
+    assert sb.sandbox_root is not None  # started
     root = sb.sandbox_root.path
     remove_tree(root / ROOM)  # a sandbox closed before its turn ended still holds it
     names = set(os.listdir(root))
     if names != set(HOST_FOLDERS):
         return f"the sandbox root holds {sorted(names)}"
+    assert sb.pool_marks is not None  # note_fresh or adopt set them
     keep = set(sb.pool_marks)
     for rel, mark in sb.pool_marks.items():
         st = os.lstat(root / rel)  # FileNotFoundError is an OSError: not reusable
@@ -363,7 +366,12 @@ def drain() -> int:
 
     # plain threads: at interpreter exit an executor refuses new work
     lanes = [warm[i::16] for i in range(min(16, len(warm)))]
-    threads = [threading.Thread(target=lambda lane=lane: [remove(w) for w in lane]) for lane in lanes]
+
+    def remove_all(lane: list[Warm]) -> None:
+        for w in lane:
+            remove(w)
+
+    threads = [threading.Thread(target=remove_all, args=(lane,)) for lane in lanes]
     for t in threads:
         t.start()
     for t in threads:
@@ -375,7 +383,8 @@ async def drain_async() -> int:
     import anyio
 
     with anyio.CancelScope(shield=True):
-        return await anyio.to_thread.run_sync(drain)
+        removed = await anyio.to_thread.run_sync(drain)
+    return removed
 
 
 def _register_atexit() -> None:

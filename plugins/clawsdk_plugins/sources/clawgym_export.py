@@ -162,7 +162,7 @@ def jsonl_record(task: Task) -> dict[str, Any]:
         record["hook_code"] = check_text
     if sh_text is not None and sh_text != cg.REWARD_SH:
         record["reward_sh"] = sh_text
-    files = []
+    files: list[dict[str, Any]] = []
     for f in task.workspace:
         if f.text is not None:
             files.append({"file_path": f.path, "content": f.text})

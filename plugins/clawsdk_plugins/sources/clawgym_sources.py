@@ -29,6 +29,10 @@ def _looks_like_syn_task(path: Path) -> bool:
     return False
 
 
+def _load_line(line: str, where: str, default_id: str) -> Task:
+    return load_jsonl_record(_parse_line(line, where, default_id), where, default_id)
+
+
 def _parse_line(line: str, where: str, default_id: str) -> Any:
     try:
         return parse_json(line, where)
@@ -103,8 +107,7 @@ class ClawGymJsonlSource:
                 yield TaskFormatError(where, f"the line is over the {limits.task_file_bytes:,}-byte limit; "
                                              "set CLAWSDK_MAX_TASK_FILE_BYTES to allow more", task_id=default_id)
                 continue
-            yield guarded(where, lambda line=line, where=where, default_id=default_id:
-                          load_jsonl_record(_parse_line(line, where, default_id), where, default_id))
+            yield guarded(where, functools.partial(_load_line, line, where, default_id))
 
     def export(self, tasks: Any, dest: Path) -> tuple[int, list]:
         """Write tasks as one syn_task.jsonl file at dest."""

@@ -558,7 +558,8 @@ class HarborVerifier(Verifier):
         if left < 5:
             return None
         try:
-            fresh = type(ctx.sandbox)(getattr(ctx.sandbox, "config", None))
+            # every backend takes its SandboxConfig (the abstract Sandbox declares no constructor)
+            fresh = type(ctx.sandbox)(getattr(ctx.sandbox, "config", None))  # type: ignore[call-arg]
         except Exception:  # a backend that cannot be made again here: no judgment
             return None
         try:

@@ -585,6 +585,7 @@ class PinchBenchVerifier(Verifier):
         return verdict
 
     async def _grade(self, ctx: VerifyContext, workspace: str, transcript: list, what: str) -> dict[str, Any]:
+        assert ctx.hidden_path  # verify() refused a context without the hidden files
         grade_path = f"{ctx.hidden_path.rstrip('/')}/{self.spec.grade_file}"
         result = await ctx.sandbox.exec(
             # -I: `python3 -c` imports from the working folder (the workspace) first, so a json.py the agent

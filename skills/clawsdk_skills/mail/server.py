@@ -57,6 +57,12 @@ def _html_text(markup: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", html.unescape(text)).strip()
 
 
+def _payload(part: email.message.Message) -> bytes:
+    """A leaf part's bytes, transfer encoding undone (none for a part without any)."""
+    payload = part.get_payload(decode=True)
+    return payload if isinstance(payload, bytes) else b""
+
+
 def body_of(msg: email.message.Message) -> tuple[str, list[str]]:
     plain, html_body, attachments = None, None, []
     for part in msg.walk() if msg.is_multipart() else [msg]:
@@ -69,10 +75,9 @@ def body_of(msg: email.message.Message) -> tuple[str, list[str]]:
             continue
         ctype = part.get_content_type()
         try:
-            text = part.get_content() if hasattr(part, "get_content") else part.get_payload(decode=True).decode()
+            text = part.get_content() if hasattr(part, "get_content") else _payload(part).decode()
         except (LookupError, UnicodeDecodeError, KeyError):
-            payload = part.get_payload(decode=True) or b""
-            text = payload.decode("utf-8", "replace")
+            text = _payload(part).decode("utf-8", "replace")
         if ctype == "text/plain" and plain is None:
             plain = text
         elif ctype == "text/html" and html_body is None:
@@ -139,11 +144,11 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         except (FileNotFoundError, NotADirectoryError) as e:
             raise ToolError(f"no mail folder {folder!r} in the mailbox {base!r}") from e
         out = []
-        for e in entries:
-            if e.is_dir or not e.path.endswith(".eml"):
+        for entry in entries:
+            if entry.is_dir or not entry.path.endswith(".eml"):
                 continue
-            mid = e.path if base == "." else e.path[len(base) + 1:]
-            data = await sandbox.read_capped(e.path)
+            mid = entry.path if base == "." else entry.path[len(base) + 1:]
+            data = await sandbox.read_capped(entry.path)
             out.append((mid, data, headers_of(data)))
         out.sort(key=lambda x: (_date(x[2]) or dt.datetime.min.replace(tzinfo=dt.UTC), x[0]))
         return out

@@ -271,11 +271,11 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
             return
         if ext(path) not in (".csv", ".tsv", ".tab", ".txt"):
             raise ToolError(f"{path}: write spreadsheets as .csv, .tsv or .xlsx")
-        buf = io.StringIO()
-        writer = csv.writer(buf, delimiter=_delimiter(path), lineterminator="\n")
+        text = io.StringIO()
+        writer = csv.writer(text, delimiter=_delimiter(path), lineterminator="\n")
         for row in rows:
             writer.writerow(["" if c is None else c for c in row])
-        await sandbox.write(path, buf.getvalue().encode("utf-8"))
+        await sandbox.write(path, text.getvalue().encode("utf-8"))
 
     @srv.tool()
     @tool_errors
@@ -348,8 +348,8 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
         elif columns:
             idx = [_col(head, c, path) for c in columns]
             head, body = [head[i] for i in idx], [[_at(r, i) for i in idx] for r in body]
-        for key in reversed(sort_by or []):
-            i = _col(head, key, path)
+        for column in reversed(sort_by or []):
+            i = _col(head, column, path)
             body.sort(key=lambda r: (number(_at(r, i)) is None,
                                      number(_at(r, i)) if number(_at(r, i)) is not None else str(_at(r, i) or "")),
                       reverse=descending)
@@ -368,7 +368,8 @@ def server(sandbox: Sandbox, task: Any = None) -> MCPServer:
     async def sheet_write(path: str, rows: list[list[Cell]], header: list[str] | None = None,
                           sheet: str | None = None) -> str:
         """Create or replace a CSV/TSV/XLSX file (for XLSX: the named sheet) with header + rows."""
-        table = ([list(header)] if header else []) + [list(r) for r in rows]
+        table: list[list[Cell]] = [list(header)] if header else []
+        table += [list(r) for r in rows]
         await save(path, table, sheet)
         return f"wrote {len(rows)} rows{' and a header' if header else ''} to {path}" + (f" [{sheet}]" if sheet else "")
 
