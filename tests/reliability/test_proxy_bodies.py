@@ -88,7 +88,7 @@ def test_bodies_of_the_wrong_shape_are_400_with_the_reason_and_never_reach_the_u
     upstream = Upstream()
     answers, recorder = exchange(upstream, [(raw, None) for raw, _ in BAD_REQUESTS]
                                  + [(b"[1, 2]", "wrong-token"), (json.dumps({"messages": HI}).encode(), None)])
-    for (raw, why), r in zip(BAD_REQUESTS, answers, strict=True):
+    for (raw, why), r in zip(BAD_REQUESTS, answers[:-2], strict=True):  # the last two are checked below
         assert r.status_code == 400, (raw, r.text)
         error = r.json()["error"]
         assert why in error["message"] and error["type"] == "invalid_request_error", (raw, error)
