@@ -74,6 +74,7 @@ async def session(n: int) -> tuple[float, list[float]]:
 STDIO_SERVER = """
 import anyio
 from clawsdk.tasks.model import File, Task
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 T = Task(id="b", instruction="b", workspace=[File(path="notes.txt", text="hello\\n" * 20)])
 async def main():

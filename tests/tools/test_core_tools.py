@@ -176,6 +176,7 @@ QUIET_SCRIPT = """
 import logging, anyio
 from mcp import Client
 from clawsdk.tasks.model import Task
+from clawsdk_plugins.sandboxes.local import LocalSandbox
 from clawsdk_tools.core import core_server
 
 async def main():
