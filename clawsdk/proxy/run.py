@@ -63,10 +63,10 @@ async def run_proxy(*, upstream: str, upstream_key: str | None, host: str, port:
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
-                await lifecycle.writer.finish_rollout(rollout_id=rid, attempt=0, status="finished",
-                                           failure_kind=FailureKind.OK.value, scored=False, reward=None, passed=None,
-                                           error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
-                                           duration_s=time.perf_counter() - started)
+                await lifecycle.writer.finish_rollout(
+                    rollout_id=rid, attempt=0, status="finished", failure_kind=FailureKind.OK.value, scored=False,
+                    reward=None, passed=None, error=None, n_tool_calls=0, n_model_calls=recorder.n_model_calls,
+                    duration_s=time.perf_counter() - started)
     if lifecycle.status == "failed":  # its ending was dropped with the rest: ended on a connection of its own
         from clawsdk.errors import StoreError
 

@@ -253,7 +253,7 @@ async def run(tasks: Sequence[Task], options: RunOptions | None = None, *, run_i
 
                     async def record_control(**row: Any) -> None:
                         await writer.record_run_control(run_id=run_id, level=slots.level, paused=slots.paused,
-                                         **row)
+                                                        **row)
 
                     # a fixed -c has a controller too, that only watches: `clawsdk ctl RUN set concurrency=auto`
                     # wakes it

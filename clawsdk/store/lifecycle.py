@@ -66,7 +66,7 @@ class RunLifecycle:
             await self.writer.upsert_task(task=task)
         for err in errors:
             await self.writer.record_task_error(run_id=self.run_id, path=err.path, field=err.field,
-                                  task_id=err.task_id, message=err.message)
+                                                task_id=err.task_id, message=err.message)
         await self.writer.flush()
 
     def started(self, rollout_id: str) -> None:
