@@ -15,7 +15,7 @@ A run is **owned** (the runner: one process records it; on exit its status is se
 that are still running end `cancelled`) or **shared** (`shared=True`: serve over stdio and the proxy, several
 processes on one run id; each ends only the rollouts it started, and the run ends with the last of them,
 Store.end_run). Either way, a store that refused a write ends the run `failed` on a connection of its own (the
-writer dropped everything after the refused write), and `failure` says why.
+writer dropped everything after the refused write), and `reason` says why.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ class RunLifecycle:
         self.status: str = "finished"
         self.reason: str | None = None
         self.ended: int | None = None  # rollouts still running that the exit ended `cancelled`
-        self.failure: str | None = None  # why the run ended failed because of the store, if it did
 
     async def __aenter__(self) -> RunLifecycle:
         await self.writer.__aenter__()
@@ -102,18 +101,17 @@ class RunLifecycle:
                 await self._settle_if_needed()
 
     async def _settle_if_needed(self) -> None:
-        self.failure = self.store_failure
-        if self.failure is not None:
-            self.status, self.reason = "failed", self.failure
+        refused = self.store_failure
+        if refused is not None:
+            self.status, self.reason = "failed", refused
         if self.shared and self.status != "failed":
             return
         try:  # on a connection of its own: the writer may be what failed
             self.ended = await anyio.to_thread.run_sync(self._settle)
         except Exception as e:
             log.error("could not record how run %s ended in %s: %s: %s", self.run_id, self.db, type(e).__name__, e)
-            if self.failure is None:
-                self.failure = self.reason = f"the store could not record the run's end: {type(e).__name__}: {e}"
-                self.status = "failed"
+            if refused is None:
+                self.status, self.reason = "failed", f"the store could not record the run's end: {type(e).__name__}: {e}"
 
     def _settle(self) -> int:
         with Store(self.db) as store, store.transaction():

@@ -79,13 +79,9 @@ class ClaudeCodeAgent(CliAgent):
         return stderr.strip()[-500:]
 
 
-def _claude_code(**options: Any) -> ClaudeCodeAgent:
-    return ClaudeCodeAgent(**options)
-
-
 @hookimpl
 def register_agents(register):
-    register("claude-code", _claude_code)
+    register("claude-code", ClaudeCodeAgent)
 
 
 @hookimpl

@@ -109,13 +109,9 @@ class CodexAgent(CliAgent):
         return stderr.strip()[-500:]
 
 
-def _codex(**options: Any) -> CodexAgent:
-    return CodexAgent(**options)
-
-
 @hookimpl
 def register_agents(register):
-    register("codex", _codex)
+    register("codex", CodexAgent)
 
 
 @hookimpl
